@@ -1,0 +1,39 @@
+# Supplyplan: `make run` starts the service on embedded defaults; `make test` runs every test.
+GO       ?= go
+BIN      := bin/supplyplan
+DATA     ?= ./data
+PKGS     := ./...
+
+.PHONY: all build run test test-unit deps vet fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/supplyplan
+
+run: build
+	./$(BIN) serve --data $(DATA)
+
+vet:
+	$(GO) vet $(PKGS)
+
+# deps installs and starts what the integration tests need (real ClickHouse and Redis on private
+# ports); see scripts/. It is a no-op when they already run.
+deps:
+	@bash scripts/test-deps.sh
+
+test: deps vet
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+test-unit:
+	$(GO) test -race -count=1 -short $(PKGS)
+
+fuzz:
+	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeScenario -fuzztime 30s
+	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 30s
+
+bench: build
+	$(GO) run ./bench/cmd/benchrun -out bench/RESULTS.md
+
+clean:
+	rm -rf bin

@@ -1,0 +1,313 @@
+// Package actors runs the service's state on hollywood actors: one actor per organization owns that
+// tenant's state and serializes its writes (validate, apply, persist, reply), and one platform
+// actor owns organizations and keys. Only this package imports hollywood.
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/streams"
+)
+
+// State is what a durable actor owns: changed only by Apply, rebuilt by replaying records.
+type State interface {
+	Apply(supplyplan.Record) error
+}
+
+// txFunc runs inside the actor against its state. It must not change the state itself: it returns
+// the records that the actor applies and journals, and the reply value.
+type txFunc[S State] func(S) (any, []supplyplan.Record, error)
+
+// txMsg asks the actor to run fn and answer on reply (a channel, not hollywood's Request: the
+// notes explain why its random reply ids are unsafe).
+type txMsg[S State] struct {
+	fn    txFunc[S]
+	reply chan txReply
+}
+
+type txReply struct {
+	stream string
+	v      any
+	err    error
+}
+
+type loadedMsg[S State] struct {
+	state S
+	seq   uint64
+	err   error
+}
+
+type reloadMsg struct{}
+type snapshotDoneMsg struct{ err error }
+
+// drainMsg is answered once everything before it is applied and durable, after a final snapshot.
+type drainMsg struct{ done chan struct{} }
+
+// durable is the generic journaled actor shared by tenant and platform actors.
+type durable[S State] struct {
+	stream    string
+	journal   *streams.Journal
+	newState  func() S
+	log       *slog.Logger
+	snapEvery int
+	// afterApply runs in the actor after state changed (live and after a load).
+	afterApply func(S)
+
+	state      S
+	loaded     bool
+	loadErr    error
+	stash      []any
+	seq        uint64        // newest entry appended
+	durableSeq atomic.Uint64 // newest entry known durable
+	sinceSnap  int
+	snapping   bool
+	pid        *actor.PID
+	engine     *actor.Engine
+}
+
+// Receive handles one message. It never blocks on I/O: loading, journaling and snapshots report
+// back as messages or callbacks.
+func (d *durable[S]) Receive(c *actor.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			// A panic in a transaction must not restart the actor (hollywood drops its state and, past
+			// MaxRestarts, the process). Reload from the journal so memory matches disk.
+			d.log.Error("actor panic", "stream", d.stream, "panic", r, "stack", string(debug.Stack()))
+			if m, ok := c.Message().(txMsg[S]); ok {
+				m.reply <- txReply{stream: d.stream, err: supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error")}
+			}
+			d.startLoad()
+		}
+	}()
+	switch m := c.Message().(type) {
+	case actor.Started:
+		d.pid, d.engine = c.PID(), c.Engine()
+		d.startLoad()
+	case loadedMsg[S]:
+		d.onLoaded(m)
+	case txMsg[S]:
+		if !d.loaded {
+			if d.loadErr != nil {
+				m.reply <- txReply{stream: d.stream, err: d.unavailable()}
+				return
+			}
+			d.stash = append(d.stash, m)
+			return
+		}
+		d.run(m)
+	case drainMsg:
+		if !d.loaded {
+			if d.loadErr != nil {
+				close(m.done)
+				return
+			}
+			d.stash = append(d.stash, m)
+			return
+		}
+		d.drain(m)
+	case reloadMsg:
+		d.startLoad()
+	case snapshotDoneMsg:
+		d.snapping = false
+		if m.err != nil {
+			d.log.Error("snapshot failed", "stream", d.stream, "err", m.err)
+		}
+	case actor.Stopped:
+	}
+}
+
+func (d *durable[S]) unavailable() error {
+	return supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Tenant state is unavailable; see the server log")
+}
+
+// startLoad rebuilds the state from the journal on another goroutine.
+func (d *durable[S]) startLoad() {
+	d.loaded = false
+	engine, pid := d.engine, d.pid
+	go func() {
+		st, seq, err := d.load()
+		engine.Send(pid, loadedMsg[S]{state: st, seq: seq, err: err})
+	}()
+}
+
+func (d *durable[S]) load() (S, uint64, error) {
+	start := time.Now()
+	st := d.newState()
+	res, err := d.journal.Load(d.stream, func(_ uint64, data []byte) error {
+		st = d.newState()
+		return json.Unmarshal(data, st)
+	}, func(_ uint64, payload []byte) error {
+		recs, err := supplyplan.DecodeRecords(payload)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := st.Apply(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return st, 0, err
+	}
+	d.log.Debug("state loaded", "stream", d.stream, "snapshotSeq", res.SnapshotSeq, "entries", res.Entries,
+		"took", time.Since(start))
+	return st, res.LastSeq, nil
+}
+
+func (d *durable[S]) onLoaded(m loadedMsg[S]) {
+	if m.err != nil {
+		d.loadErr = m.err
+		d.log.Error("cannot load state", "stream", d.stream, "err", m.err)
+		for _, s := range d.stash {
+			switch s := s.(type) {
+			case txMsg[S]:
+				s.reply <- txReply{stream: d.stream, err: d.unavailable()}
+			case drainMsg:
+				close(s.done)
+			}
+		}
+		d.stash = nil
+		return
+	}
+	d.state, d.seq, d.loaded, d.loadErr = m.state, m.seq, true, nil
+	d.durableSeq.Store(m.seq)
+	if d.afterApply != nil {
+		d.afterApply(d.state)
+	}
+	stash := d.stash
+	d.stash = nil
+	for _, s := range stash {
+		if !d.loaded { // a message in the stash triggered a reload
+			d.stash = append(d.stash, s)
+			continue
+		}
+		switch s := s.(type) {
+		case txMsg[S]:
+			d.run(s)
+		case drainMsg:
+			d.drain(s)
+		}
+	}
+}
+
+// run executes one transaction: run fn, apply and journal its records, reply when durable.
+func (d *durable[S]) run(m txMsg[S]) {
+	v, recs, err := m.fn(d.state)
+	if err != nil || len(recs) == 0 {
+		if err == nil && d.durableSeq.Load() < d.seq {
+			// A read must not see a write that is not durable yet: answer after the next commit.
+			stream := d.stream
+			d.journal.Barrier(func(jerr error) {
+				if jerr != nil {
+					m.reply <- txReply{stream: stream, err: d.unavailable()}
+					return
+				}
+				m.reply <- txReply{stream: stream, v: v}
+			})
+			return
+		}
+		m.reply <- txReply{stream: d.stream, v: v, err: err}
+		return
+	}
+	payload, err := supplyplan.EncodeRecords(recs)
+	if err != nil {
+		m.reply <- txReply{stream: d.stream, err: fmt.Errorf("encode records: %w", err)}
+		return
+	}
+	for _, r := range recs {
+		if err := d.state.Apply(r); err != nil {
+			// A half-applied write: rebuild from the journal, which does not have it.
+			m.reply <- txReply{stream: d.stream, err: fmt.Errorf("apply %s record: %w", r.Kind, err)}
+			d.startLoad()
+			return
+		}
+	}
+	if d.afterApply != nil {
+		d.afterApply(d.state)
+	}
+	d.seq++
+	seq := d.seq
+	stream, engine, pid := d.stream, d.engine, d.pid
+	d.journal.Append(stream, seq, payload, func(jerr error) {
+		if jerr != nil {
+			m.reply <- txReply{stream: stream, err: supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Write could not be made durable")}
+			engine.Send(pid, reloadMsg{})
+			return
+		}
+		d.durableSeq.Store(seq)
+		m.reply <- txReply{stream: stream, v: v}
+	})
+	d.sinceSnap++
+	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && !d.snapping {
+		d.snapshot(false)
+	}
+}
+
+// snapshot captures the state now and saves it on another goroutine (or inline when sync).
+func (d *durable[S]) snapshot(sync bool) {
+	data, err := json.Marshal(d.state)
+	if err != nil {
+		d.log.Error("snapshot encode failed", "stream", d.stream, "err", err)
+		return
+	}
+	seq := d.seq
+	d.sinceSnap = 0
+	if sync {
+		if err := d.journal.SaveSnapshot(d.stream, seq, data); err != nil {
+			d.log.Error("snapshot failed", "stream", d.stream, "err", err)
+		}
+		return
+	}
+	d.snapping = true
+	engine, pid, stream, j := d.engine, d.pid, d.stream, d.journal
+	go func() {
+		err := j.SaveSnapshot(stream, seq, data)
+		engine.Send(pid, snapshotDoneMsg{err: err})
+	}()
+}
+
+// drain answers once every earlier write is durable, taking a final snapshot on the way.
+func (d *durable[S]) drain(m drainMsg) {
+	if d.sinceSnap > 0 && !d.snapping {
+		d.snapshot(true)
+	}
+	d.journal.Barrier(func(error) { close(m.done) })
+}
+
+// ask sends fn to the actor at pid and waits for its reply or ctx's end.
+func ask[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
+	var zero T
+	reply := make(chan txReply, 1)
+	e.Send(pid, txMsg[S]{reply: reply, fn: func(s S) (any, []supplyplan.Record, error) {
+		v, recs, err := fn(s)
+		return v, recs, err
+	}})
+	select {
+	case r := <-reply:
+		if r.err != nil {
+			return zero, r.err
+		}
+		v, ok := r.v.(T)
+		if !ok {
+			return zero, fmt.Errorf("actor %s replied %T", r.stream, r.v)
+		}
+		return v, nil
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return zero, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The request timed out")
+		}
+		return zero, ctx.Err()
+	}
+}

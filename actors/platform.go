@@ -1,0 +1,185 @@
+package actors
+
+import (
+	"context"
+	"slices"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// platformIndex is an immutable view of the platform state for lock-free reads (authentication
+// runs on every request). The platform actor publishes a new one after every change.
+type platformIndex struct {
+	byHash  map[string]supplyplan.APIKey
+	orgs    map[string]supplyplan.Organization
+	globals map[string]*supplyplan.ExternalEvent
+	globalL []*supplyplan.ExternalEvent
+}
+
+func buildIndex(st *supplyplan.PlatformState) *platformIndex {
+	ix := &platformIndex{byHash: make(map[string]supplyplan.APIKey, len(st.Keys)),
+		orgs: make(map[string]supplyplan.Organization, len(st.Orgs)), globals: make(map[string]*supplyplan.ExternalEvent, len(st.GlobalEvents))}
+	for _, k := range st.Keys {
+		if k.RevokedAt == nil {
+			ix.byHash[k.Hash] = *k
+		}
+	}
+	for id, o := range st.Orgs {
+		ix.orgs[id] = *o
+	}
+	for id, e := range st.GlobalEvents {
+		ix.globals[id] = e
+		ix.globalL = append(ix.globalL, e)
+	}
+	return ix
+}
+
+// Authenticate resolves a key secret to its principal.
+func (s *System) Authenticate(secret string) (supplyplan.Principal, bool) {
+	ix := s.index.Load()
+	k, ok := ix.byHash[supplyplan.HashKey(secret)]
+	if !ok {
+		return supplyplan.Principal{}, false
+	}
+	if !k.Platform {
+		if _, ok := ix.orgs[k.OrganizationID]; !ok {
+			return supplyplan.Principal{}, false
+		}
+	}
+	return supplyplan.Principal{KeyID: k.ID, OrgID: k.OrganizationID, Role: k.Role,
+		Scopes: slices.Clone(k.Scopes), Platform: k.Platform}, true
+}
+
+// Organization returns an organization by id.
+func (s *System) Organization(id string) (supplyplan.Organization, bool) {
+	o, ok := s.index.Load().orgs[id]
+	return o, ok
+}
+
+func (s *System) globalLookup() supplyplan.EventLookup {
+	ix := s.index.Load()
+	return func(id string) (*supplyplan.ExternalEvent, bool) {
+		e, ok := ix.globals[id]
+		return e, ok
+	}
+}
+
+// Bootstrap creates the demo organization and its keys when the platform has no organization yet.
+// writeCreds runs before the records are journaled, so a crash leaves either nothing (and the next
+// start bootstraps again) or both. It returns false when the platform was not empty.
+func (s *System) Bootstrap(ctx context.Context, writeCreds func(supplyplan.Credentials) error) (bool, error) {
+	created, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (bool, []supplyplan.Record, error) {
+		if len(st.Orgs) > 0 {
+			return false, nil, nil
+		}
+		creds, recs := st.Bootstrap(supplyplan.Now())
+		if err := writeCreds(creds); err != nil {
+			return false, nil, err
+		}
+		return true, recs, nil
+	})
+	if err != nil || !created {
+		return created, err
+	}
+	for id := range s.index.Load().orgs {
+		if _, err := s.tenant(id); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// CreateOrganization creates a tenant and starts its actor.
+func (s *System) CreateOrganization(ctx context.Context, in supplyplan.OrganizationInput) (supplyplan.Organization, error) {
+	now := supplyplan.Now()
+	o, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
+		return st.CreateOrg(in, now)
+	})
+	if err != nil {
+		return o, err
+	}
+	_, err = s.tenant(o.ID)
+	return o, err
+}
+
+// ListOrganizations lists every organization.
+func (s *System) ListOrganizations(ctx context.Context) ([]supplyplan.Organization, error) {
+	return platformTx(ctx, s, func(st *supplyplan.PlatformState) ([]supplyplan.Organization, []supplyplan.Record, error) {
+		return st.ListOrgs(), nil, nil
+	})
+}
+
+// GetOrganization returns one organization.
+func (s *System) GetOrganization(ctx context.Context, id string) (supplyplan.Organization, error) {
+	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
+		o, ok := st.Orgs[id]
+		if !ok {
+			return supplyplan.Organization{}, nil, supplyplan.NotFound("Organization")
+		}
+		return *o, nil, nil
+	})
+}
+
+// SetEntitlements replaces an organization's entitlements.
+func (s *System) SetEntitlements(ctx context.Context, orgID string, ents []string) (supplyplan.Organization, error) {
+	now := supplyplan.Now()
+	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
+		return st.SetEntitlements(orgID, ents, now)
+	})
+}
+
+type createdKey struct {
+	key    supplyplan.APIKey
+	secret string
+}
+
+// CreateAPIKey creates a key and returns it with its secret (shown once).
+func (s *System) CreateAPIKey(ctx context.Context, orgID string, in supplyplan.APIKeyInput) (supplyplan.APIKey, string, error) {
+	now := supplyplan.Now()
+	ck, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (createdKey, []supplyplan.Record, error) {
+		k, secret, recs, err := st.CreateKey(orgID, in, now)
+		return createdKey{k, secret}, recs, err
+	})
+	return ck.key, ck.secret, err
+}
+
+// ListAPIKeys lists the keys of an organization (without secrets).
+func (s *System) ListAPIKeys(ctx context.Context, orgID string) ([]supplyplan.APIKey, error) {
+	return platformTx(ctx, s, func(st *supplyplan.PlatformState) ([]supplyplan.APIKey, []supplyplan.Record, error) {
+		keys, err := st.ListKeys(orgID)
+		return keys, nil, err
+	})
+}
+
+// RevokeAPIKey revokes a key; it answers 401 from the moment this returns.
+func (s *System) RevokeAPIKey(ctx context.Context, orgID, keyID string) error {
+	now := supplyplan.Now()
+	_, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.APIKey, []supplyplan.Record, error) {
+		return st.RevokeKey(orgID, keyID, now)
+	})
+	return err
+}
+
+// CreateGlobalEvent creates an event every tenant sees.
+func (s *System) CreateGlobalEvent(ctx context.Context, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
+	now := supplyplan.Now()
+	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+		return st.CreateGlobalEvent(in, now)
+	})
+}
+
+// ListGlobalEvents lists the global events.
+func (s *System) ListGlobalEvents(ctx context.Context) ([]supplyplan.ExternalEvent, error) {
+	return platformTx(ctx, s, func(st *supplyplan.PlatformState) ([]supplyplan.ExternalEvent, []supplyplan.Record, error) {
+		return st.ListGlobalEvents(), nil, nil
+	})
+}
+
+// DeleteGlobalEvent removes a global event.
+func (s *System) DeleteGlobalEvent(ctx context.Context, id string) error {
+	_, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
+		recs, err := st.DeleteGlobalEvent(id)
+		return struct{}{}, recs, err
+	})
+	return err
+}

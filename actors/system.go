@@ -1,0 +1,161 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/streams"
+)
+
+// Config configures the actor system.
+type Config struct {
+	Journal *streams.Journal
+	Logger  *slog.Logger
+	// SnapshotEvery takes a snapshot of a stream after this many journal entries (default 10000).
+	SnapshotEvery int
+}
+
+// System owns the hollywood engine, the platform actor and the tenant actors. It implements the
+// root package's Authenticator, PlatformService and ForecastingService.
+type System struct {
+	cfg    Config
+	log    *slog.Logger
+	engine *actor.Engine
+
+	platformPID *actor.PID
+	index       atomic.Pointer[platformIndex]
+
+	mu      sync.Mutex
+	tenants sync.Map // orgID -> *actor.PID
+	closed  bool
+}
+
+const platformStream = "platform"
+
+func tenantStream(orgID string) string { return "tenant-" + orgID }
+
+// NewSystem returns an unopened system.
+func NewSystem(cfg Config) *System {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SnapshotEvery <= 0 {
+		cfg.SnapshotEvery = 10000
+	}
+	s := &System{cfg: cfg, log: cfg.Logger}
+	s.index.Store(buildIndex(supplyplan.NewPlatformState()))
+	return s
+}
+
+// Open starts the engine, loads the platform state and starts every known tenant's actor.
+func (s *System) Open(ctx context.Context) error {
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		return fmt.Errorf("start actor engine: %w", err)
+	}
+	s.engine = e
+	s.platformPID = e.Spawn(func() actor.Receiver {
+		return &durable[*supplyplan.PlatformState]{
+			stream: platformStream, journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery,
+			newState:   supplyplan.NewPlatformState,
+			afterApply: func(st *supplyplan.PlatformState) { s.index.Store(buildIndex(st)) },
+		}
+	}, "platform", actor.WithID("root"), actor.WithMaxRestarts(1<<30))
+	// Wait for the platform state: authentication needs it.
+	if _, err := platformTx(ctx, s, func(*supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
+		return struct{}{}, nil, nil
+	}); err != nil {
+		return fmt.Errorf("load platform state: %w", err)
+	}
+	for id := range s.index.Load().orgs {
+		if _, err := s.tenant(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close drains every actor (pending writes durable, final snapshot) and stops them. Callers stop
+// the transports first so that nothing new arrives.
+func (s *System) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed || s.engine == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	var pids []*actor.PID
+	s.tenants.Range(func(_, v any) bool {
+		pids = append(pids, v.(*actor.PID))
+		return true
+	})
+	pids = append(pids, s.platformPID)
+	var wg sync.WaitGroup
+	for _, pid := range pids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan struct{})
+			s.engine.Send(pid, drainMsg{done: done})
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+			// Everything queued before the drain has been handled, so Poison drops nothing.
+			select {
+			case <-s.engine.Poison(pid).Done():
+			case <-ctx.Done():
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// tenant returns the actor of an organization, spawning it on first use.
+func (s *System) tenant(orgID string) (*actor.PID, error) {
+	if pid, ok := s.tenants.Load(orgID); ok {
+		return pid.(*actor.PID), nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The service is shutting down")
+	}
+	if pid, ok := s.tenants.Load(orgID); ok {
+		return pid.(*actor.PID), nil
+	}
+	if _, ok := s.index.Load().orgs[orgID]; !ok {
+		return nil, supplyplan.NotFound("Organization")
+	}
+	pid := s.engine.Spawn(func() actor.Receiver {
+		return &durable[*supplyplan.TenantState]{
+			stream: tenantStream(orgID), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery,
+			newState: func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
+		}
+	}, "tenant", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))
+	s.tenants.Store(orgID, pid)
+	return pid, nil
+}
+
+// tenantTx runs fn in the tenant actor of orgID.
+func tenantTx[T any](ctx context.Context, s *System, orgID string, fn func(*supplyplan.TenantState) (T, []supplyplan.Record, error)) (T, error) {
+	pid, err := s.tenant(orgID)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return ask(ctx, s.engine, pid, fn)
+}
+
+// platformTx runs fn in the platform actor.
+func platformTx[T any](ctx context.Context, s *System, fn func(*supplyplan.PlatformState) (T, []supplyplan.Record, error)) (T, error) {
+	return ask(ctx, s.engine, s.platformPID, fn)
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/actors"
+	sphttp "github.com/supplyplan/supplyplan/http"
+	"github.com/supplyplan/supplyplan/streams"
+)
+
+// Main wires the adapters: it opens them in dependency order and closes them in reverse.
+type Main struct {
+	Config Config
+	Log    *slog.Logger
+	out    io.Writer
+
+	Journal *streams.Journal
+	System  *actors.System
+	API     *sphttp.Server
+}
+
+// NewMain returns an unopened Main; ready lines ("listening api http://...") go to out.
+func NewMain(cfg Config, log *slog.Logger, out io.Writer) *Main {
+	if out == nil {
+		out = io.Discard
+	}
+	return &Main{Config: cfg, Log: log, out: out}
+}
+
+// Open starts every part. On error the caller still calls Close.
+func (m *Main) Open(ctx context.Context) error {
+	cfg := m.Config
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+
+	start := time.Now()
+	j, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(cfg.DataDir, "journal"), Logger: m.Log})
+	if err != nil {
+		return err
+	}
+	m.Journal = j
+
+	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery})
+	if err := m.System.Open(ctx); err != nil {
+		return err
+	}
+	credsPath := filepath.Join(cfg.DataDir, "credentials.json")
+	created, err := m.System.Bootstrap(ctx, func(c supplyplan.Credentials) error { return writeCredentials(credsPath, c) })
+	if err != nil {
+		return fmt.Errorf("bootstrap demo organization: %w", err)
+	}
+	if created {
+		m.Log.Info("created demo organization", "credentials", credsPath)
+	}
+	m.Log.Info("state loaded", "took", time.Since(start))
+
+	m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
+		RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
+		sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System})
+	if err := m.API.Open(); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.out, "listening api http://%s\n", m.API.Addr())
+	return nil
+}
+
+// Close stops accepting requests, finishes in-flight ones, drains the actors and closes storage.
+func (m *Main) Close(ctx context.Context) error {
+	var errs []error
+	step := func(name string, fn func() error) {
+		start := time.Now()
+		if err := fn(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", name, err))
+		}
+		m.Log.Info("closed", "part", name, "took", time.Since(start))
+	}
+	if m.API != nil {
+		step("api", func() error { return m.API.Close(ctx) })
+	}
+	if m.System != nil {
+		step("actors", func() error { return m.System.Close(ctx) })
+	}
+	if m.Journal != nil {
+		step("journal", m.Journal.Close)
+	}
+	return errors.Join(errs...)
+}
+
+// writeCredentials writes the demo credentials file atomically with mode 0600.
+func writeCredentials(path string, c supplyplan.Credentials) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create credentials: %w", err)
+	}
+	if _, err = f.Write(append(b, '\n')); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write credentials: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,277 @@
+package supplyplan
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// EventType classifies an external event that changes demand.
+type EventType string
+
+// Event types of the spec.
+const (
+	EventPromotion   EventType = "PROMOTION"
+	EventPriceChange EventType = "PRICE_CHANGE"
+	EventHoliday     EventType = "HOLIDAY"
+	EventWeather     EventType = "WEATHER"
+	EventBooking     EventType = "BOOKING"
+	EventMacro       EventType = "MACRO"
+	EventOther       EventType = "OTHER"
+)
+
+// EventTypes lists every event type.
+var EventTypes = []EventType{EventPromotion, EventPriceChange, EventHoliday, EventWeather, EventBooking,
+	EventMacro, EventOther}
+
+// StackingMode says how an event's lift combines with others on the same week.
+type StackingMode string
+
+// Stacking modes.
+const (
+	StackMultiplicative StackingMode = "MULTIPLICATIVE"
+	StackAdditive       StackingMode = "ADDITIVE"
+)
+
+// StackingModes lists every stacking mode.
+var StackingModes = []StackingMode{StackMultiplicative, StackAdditive}
+
+// EventValue is what an event does to demand.
+type EventValue struct {
+	// LiftPct is the relative demand change (0.35 = +35%). Absent: the engine learns it.
+	LiftPct      *float64     `json:"liftPct,omitempty"`
+	StackingMode StackingMode `json:"stackingMode,omitempty"`
+	Description  string       `json:"description,omitempty"`
+	// PriceChangePct is an extension for PRICE_CHANGE events: the relative price change (-0.1 = 10% cheaper).
+	PriceChangePct *float64 `json:"priceChangePct,omitempty"`
+}
+
+// ProductRef is the expanded product of an event.
+type ProductRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	SKU  string `json:"sku"`
+}
+
+// LocationRef is the expanded location of an event.
+type LocationRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Code string `json:"code,omitempty"`
+}
+
+// ExternalEvent is something outside the history that moves demand: a promotion, a holiday, ...
+type ExternalEvent struct {
+	ID              string       `json:"id"`
+	Name            string       `json:"name"`
+	Type            EventType    `json:"type"`
+	StartsAt        time.Time    `json:"startsAt"`
+	EndsAt          time.Time    `json:"endsAt"`
+	Value           *EventValue  `json:"value,omitempty"`
+	IsGlobal        bool         `json:"isGlobal"`
+	IsOrgWide       bool         `json:"isOrgWide"`
+	ProductMasterID string       `json:"productMasterId,omitempty"`
+	LocationID      string       `json:"locationId,omitempty"`
+	ProductMaster   *ProductRef  `json:"productMaster,omitempty"`
+	Location        *LocationRef `json:"location,omitempty"`
+	CreatedAt       time.Time    `json:"createdAt"`
+	UpdatedAt       time.Time    `json:"updatedAt"`
+}
+
+// EventValueInput is the value object of a request; nil fields are absent.
+type EventValueInput struct {
+	LiftPct        *float64 `json:"liftPct"`
+	StackingMode   *string  `json:"stackingMode"`
+	Description    *string  `json:"description"`
+	PriceChangePct *float64 `json:"priceChangePct"`
+}
+
+// EventInput is the body of event create and update; nil fields are absent.
+type EventInput struct {
+	Name            *string          `json:"name"`
+	Type            *string          `json:"type"`
+	StartsAt        *string          `json:"startsAt"`
+	EndsAt          *string          `json:"endsAt"`
+	Value           *EventValueInput `json:"value"`
+	ProductMasterID *string          `json:"productMasterId"`
+	LocationID      *string          `json:"locationId"`
+	IsGlobal        *bool            `json:"isGlobal"`
+	IsOrgWide       *bool            `json:"isOrgWide"`
+}
+
+// Validate checks the fields present; create requires name, startsAt and endsAt. Dates are parsed
+// into the returned times (zero when absent).
+func (in EventInput) Validate(create, platform bool) (starts, ends time.Time, err error) {
+	fe := FieldErrors{}
+	if in.Name != nil || create {
+		switch {
+		case in.Name == nil || strings.TrimSpace(*in.Name) == "":
+			fe.Add("name", "is required and must not be empty")
+		case len(*in.Name) > MaxNameLen:
+			fe.Add("name", "must be at most %d characters", MaxNameLen)
+		}
+	}
+	if in.Type != nil && !slices.Contains(EventTypes, EventType(*in.Type)) {
+		fe.Add("type", "must be one of %s", joinEnum(EventTypes))
+	}
+	starts = parseField(fe, "startsAt", in.StartsAt, create)
+	ends = parseField(fe, "endsAt", in.EndsAt, create)
+	if v := in.Value; v != nil {
+		if v.LiftPct != nil {
+			checkRange(fe, "value.liftPct", *v.LiftPct, MinEventLift, MaxLift)
+		}
+		if v.StackingMode != nil && !slices.Contains(StackingModes, StackingMode(*v.StackingMode)) {
+			fe.Add("value.stackingMode", "must be one of %s", joinEnum(StackingModes))
+		}
+		if v.Description != nil && len(*v.Description) > MaxDescriptionLen {
+			fe.Add("value.description", "must be at most %d characters", MaxDescriptionLen)
+		}
+		if v.PriceChangePct != nil {
+			checkRange(fe, "value.priceChangePct", *v.PriceChangePct, -0.99, 10)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"productMasterId", in.ProductMasterID}, {"locationId", in.LocationID}} {
+		if f.v != nil && len(*f.v) > MaxNameLen {
+			fe.Add(f.name, "must be at most %d characters", MaxNameLen)
+		}
+	}
+	if platform {
+		if (in.ProductMasterID != nil && *in.ProductMasterID != "") || (in.LocationID != nil && *in.LocationID != "") {
+			fe.Add("productMasterId", "global events apply to every product and location")
+		}
+	} else if in.IsGlobal != nil && *in.IsGlobal {
+		fe.Add("isGlobal", "global events are managed by the platform operator")
+	}
+	return starts, ends, fe.Err()
+}
+
+func parseField(fe FieldErrors, field string, v *string, required bool) time.Time {
+	if v == nil {
+		if required {
+			fe.Add(field, "is required (ISO date-time)")
+		}
+		return time.Time{}
+	}
+	t, ok := ParseTime(*v)
+	if !ok {
+		fe.Add(field, "must be an ISO date-time such as 2026-11-23T00:00:00Z")
+	}
+	return t
+}
+
+// NewEvent builds an event from a validated create input and its parsed dates.
+func NewEvent(id string, in EventInput, starts, ends time.Time, global bool, now time.Time) (ExternalEvent, error) {
+	e := ExternalEvent{ID: id, Type: EventOther, IsGlobal: global, CreatedAt: now}
+	return e.Update(in, starts, ends, now)
+}
+
+// Update returns the event with the present fields of a validated input applied, checking the
+// resulting dates and scope.
+func (e ExternalEvent) Update(in EventInput, starts, ends time.Time, now time.Time) (ExternalEvent, error) {
+	if in.Name != nil {
+		e.Name = strings.TrimSpace(*in.Name)
+	}
+	if in.Type != nil {
+		e.Type = EventType(*in.Type)
+	}
+	if in.StartsAt != nil {
+		e.StartsAt = starts
+	}
+	if in.EndsAt != nil {
+		e.EndsAt = ends
+	}
+	if v := in.Value; v != nil {
+		nv := EventValue{}
+		if e.Value != nil {
+			nv = *e.Value
+		}
+		if v.LiftPct != nil {
+			x := *v.LiftPct
+			nv.LiftPct = &x
+		}
+		if v.StackingMode != nil {
+			nv.StackingMode = StackingMode(*v.StackingMode)
+		}
+		if v.Description != nil {
+			nv.Description = *v.Description
+		}
+		if v.PriceChangePct != nil {
+			x := *v.PriceChangePct
+			nv.PriceChangePct = &x
+		}
+		e.Value = &nv
+	}
+	if in.ProductMasterID != nil {
+		e.ProductMasterID = strings.TrimSpace(*in.ProductMasterID)
+	}
+	if in.LocationID != nil {
+		e.LocationID = strings.TrimSpace(*in.LocationID)
+	}
+	if !e.EndsAt.After(e.StartsAt) {
+		return e, Invalid("endsAt", "must be after startsAt")
+	}
+	e.IsOrgWide = !e.IsGlobal && e.ProductMasterID == "" && e.LocationID == ""
+	if in.IsOrgWide != nil && *in.IsOrgWide != e.IsOrgWide {
+		if *in.IsOrgWide {
+			return e, Invalid("isOrgWide", "an org-wide event has no productMasterId or locationId")
+		}
+		return e, Invalid("isOrgWide", "an event without productMasterId or locationId is org-wide")
+	}
+	e.UpdatedAt = now
+	return e, nil
+}
+
+// Stacking returns the event's stacking mode, MULTIPLICATIVE when unset.
+func (e *ExternalEvent) Stacking() StackingMode {
+	if e.Value == nil || e.Value.StackingMode == "" {
+		return StackMultiplicative
+	}
+	return e.Value.StackingMode
+}
+
+// EventFilter selects events in a listing.
+type EventFilter struct {
+	From, To        time.Time
+	ProductMasterID string
+	LocationID      string
+	Type            EventType
+	IncludeGlobal   bool
+	IncludeOrgWide  bool
+}
+
+// Match reports whether e passes the filter: it overlaps [From, To], has the type, and applies to
+// the product and location asked for (an event without a product applies to every product, and
+// likewise for locations). Global and org-wide events are governed by their flags.
+func (f EventFilter) Match(e *ExternalEvent) bool {
+	if e.StartsAt.After(f.To) || e.EndsAt.Before(f.From) {
+		return false
+	}
+	if f.Type != "" && e.Type != f.Type {
+		return false
+	}
+	if e.IsGlobal {
+		return f.IncludeGlobal
+	}
+	if e.IsOrgWide {
+		return f.IncludeOrgWide
+	}
+	if f.ProductMasterID != "" && e.ProductMasterID != "" && e.ProductMasterID != f.ProductMasterID {
+		return false
+	}
+	if f.LocationID != "" && e.LocationID != "" && e.LocationID != f.LocationID {
+		return false
+	}
+	return true
+}
+
+// AppliesTo reports whether the event's scope covers the product and location.
+func (e *ExternalEvent) AppliesTo(productID, locationID string) bool {
+	if e.IsGlobal || e.IsOrgWide {
+		return true
+	}
+	return (e.ProductMasterID == "" || e.ProductMasterID == productID) &&
+		(e.LocationID == "" || e.LocationID == locationID)
+}

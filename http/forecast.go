@@ -1,0 +1,151 @@
+package http
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+func (s *Server) listScenarios(r *Request) error {
+	q := r.Query()
+	f := supplyplan.ScenarioFilter{
+		Status:          supplyplan.ScenarioStatus(q.Enum("status", enumStrings(supplyplan.ScenarioStatuses))),
+		Type:            supplyplan.ScenarioType(q.Enum("type", enumStrings(supplyplan.ScenarioTypes))),
+		IncludeArchived: q.Bool("includeArchived", false),
+	}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	list, err := s.svc.Forecasting.ListScenarios(r.Context, r.Principal, f)
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"scenarios": list})
+}
+
+func (s *Server) createScenario(r *Request) error {
+	var in supplyplan.ScenarioInput
+	if err := r.Decode(&in); err != nil {
+		return err
+	}
+	sc, err := s.svc.Forecasting.CreateScenario(r.Context, r.Principal, in)
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusCreated, map[string]any{"scenario": sc})
+}
+
+func (s *Server) getScenario(r *Request) error {
+	sc, err := s.svc.Forecasting.GetScenario(r.Context, r.Principal, r.Param("id"))
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"scenario": sc})
+}
+
+func (s *Server) updateScenario(r *Request) error {
+	var in supplyplan.ScenarioInput
+	if err := r.Decode(&in); err != nil {
+		return err
+	}
+	sc, err := s.svc.Forecasting.UpdateScenario(r.Context, r.Principal, r.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"scenario": sc})
+}
+
+func (s *Server) archiveScenario(r *Request) error {
+	sc, err := s.svc.Forecasting.ArchiveScenario(r.Context, r.Principal, r.Param("id"))
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"success": true, "scenario": sc})
+}
+
+func (s *Server) publishScenario(r *Request) error {
+	sc, err := s.svc.Forecasting.PublishScenario(r.Context, r.Principal, r.Param("id"))
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"success": true, "scenario": sc})
+}
+
+// EventWindow is the default listing window: today to today plus 90 days.
+const EventWindow = 90 * 24 * time.Hour
+
+func (s *Server) listEvents(r *Request) error {
+	q := r.Query()
+	today := supplyplan.StartOfDay(time.Now())
+	from, _, ok := q.Time("from")
+	if !ok {
+		from = today
+	}
+	to, dateOnly, ok := q.Time("to")
+	switch {
+	case !ok:
+		to = today.Add(EventWindow + 24*time.Hour - time.Millisecond)
+	case dateOnly:
+		to = to.Add(24*time.Hour - time.Millisecond) // a plain date includes its whole day
+	}
+	f := supplyplan.EventFilter{
+		From: from, To: to,
+		ProductMasterID: q.String("productMasterId"),
+		LocationID:      q.String("locationId"),
+		Type:            supplyplan.EventType(q.Enum("type", enumStrings(supplyplan.EventTypes))),
+		IncludeGlobal:   q.Bool("includeGlobal", true),
+		IncludeOrgWide:  q.Bool("includeOrgWide", true),
+	}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	if f.To.Before(f.From) {
+		return supplyplan.Invalid("to", "must not be before from")
+	}
+	list, err := s.svc.Forecasting.ListEvents(r.Context, r.Principal, f)
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"events": list})
+}
+
+func (s *Server) createEvent(r *Request) error {
+	var in supplyplan.EventInput
+	if err := r.Decode(&in); err != nil {
+		return err
+	}
+	e, err := s.svc.Forecasting.CreateEvent(r.Context, r.Principal, in)
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusCreated, e)
+}
+
+func (s *Server) getEvent(r *Request) error {
+	e, err := s.svc.Forecasting.GetEvent(r.Context, r.Principal, r.Param("id"))
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, e)
+}
+
+func (s *Server) updateEvent(r *Request) error {
+	var in supplyplan.EventInput
+	if err := r.Decode(&in); err != nil {
+		return err
+	}
+	e, err := s.svc.Forecasting.UpdateEvent(r.Context, r.Principal, r.Param("id"), in)
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, e)
+}
+
+func (s *Server) deleteEvent(r *Request) error {
+	if err := s.svc.Forecasting.DeleteEvent(r.Context, r.Principal, r.Param("id")); err != nil {
+		return err
+	}
+	return r.NoContent()
+}

@@ -1,0 +1,229 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// Request is one routed request. Nothing in it may be kept after the handler returns: fasthttp
+// reuses the RequestCtx and its byte slices.
+type Request struct {
+	Ctx       *fasthttp.RequestCtx
+	Context   context.Context
+	Principal supplyplan.Principal
+	Org       supplyplan.Organization
+	params    params
+	server    *Server
+}
+
+// Param returns a path parameter (a copy).
+func (r *Request) Param(name string) string { return r.params.get(name) }
+
+// JSON writes v with status.
+func (r *Request) JSON(status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	r.Ctx.SetStatusCode(status)
+	r.Ctx.SetContentType("application/json")
+	r.Ctx.SetBody(b)
+	return nil
+}
+
+// NoContent answers 204.
+func (r *Request) NoContent() error {
+	r.Ctx.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
+
+// Decode parses the JSON object body into v, naming the field at fault on a type error. Bodies over
+// the server's BodyLimit are 413.
+func (r *Request) Decode(v any) error {
+	return decodeJSON(r.Ctx.PostBody(), r.server.cfg.BodyLimit, v)
+}
+
+// DecodeOptional is Decode but an empty body leaves v unchanged.
+func (r *Request) DecodeOptional(v any) error {
+	if len(bytes.TrimSpace(r.Ctx.PostBody())) == 0 {
+		return nil
+	}
+	return r.Decode(v)
+}
+
+// decodeJSON is the one request decoder: one JSON object, known field types, nothing after it.
+func decodeJSON(body []byte, limit int, v any) error {
+	if limit > 0 && len(body) > limit {
+		return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
+			Details: map[string][]string{"body": {fmt.Sprintf("must be at most %d bytes", limit)}}}
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return supplyplan.Invalid("body", "a JSON object is required")
+	}
+	if trimmed[0] != '{' {
+		return supplyplan.Invalid("body", "must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Malformed JSON",
+			Details: map[string][]string{"body": {"unexpected data after the JSON object"}}}
+	}
+	return nil
+}
+
+// jsonError turns an encoding/json error into a VALIDATION_ERROR naming the field.
+func jsonError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Malformed JSON",
+			Details: map[string][]string{"body": {fmt.Sprintf("invalid JSON at offset %d: %s", syn.Offset, syn.Error())}}}
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "body"
+		}
+		return &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Validation failed",
+			Details: map[string][]string{field: {"must be " + kindName(typ.Type)}}}
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Malformed JSON",
+			Details: map[string][]string{"body": {"unexpected end of JSON"}}}
+	default:
+		return &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Malformed JSON",
+			Details: map[string][]string{"body": {err.Error()}}}
+	}
+}
+
+func kindName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "of type " + t.String()
+}
+
+// Query reads and validates query parameters, collecting every problem before failing.
+type Query struct {
+	args *fasthttp.Args
+	fe   supplyplan.FieldErrors
+}
+
+// Query starts reading the query string.
+func (r *Request) Query() *Query { return &Query{args: r.Ctx.QueryArgs(), fe: supplyplan.FieldErrors{}} }
+
+// Err returns the collected validation error, if any.
+func (q *Query) Err() error { return q.fe.Err() }
+
+// Has reports whether the parameter is present.
+func (q *Query) Has(name string) bool { return q.args.Has(name) }
+
+// String returns the parameter (a copy), "" when absent.
+func (q *Query) String(name string) string { return string(q.args.Peek(name)) }
+
+// Bool parses true/false/1/0; def when absent.
+func (q *Query) Bool(name string, def bool) bool {
+	if !q.args.Has(name) {
+		return def
+	}
+	switch strings.ToLower(string(q.args.Peek(name))) {
+	case "true", "1", "yes":
+		return true
+	case "false", "0", "no":
+		return false
+	}
+	q.fe.Add(name, "must be true or false")
+	return def
+}
+
+// Enum returns the parameter if it is one of allowed, "" when absent.
+func (q *Query) Enum(name string, allowed []string) string {
+	v := string(q.args.Peek(name))
+	if v == "" {
+		return ""
+	}
+	if !slices.Contains(allowed, v) {
+		q.fe.Add(name, "must be one of %s", strings.Join(allowed, ", "))
+		return ""
+	}
+	return v
+}
+
+// Time parses an ISO date or date-time; ok is false when absent or invalid.
+func (q *Query) Time(name string) (t time.Time, dateOnly, ok bool) {
+	v := string(q.args.Peek(name))
+	if v == "" {
+		return time.Time{}, false, false
+	}
+	t, ok = supplyplan.ParseTime(v)
+	if !ok {
+		q.fe.Add(name, "must be an ISO date or date-time")
+		return time.Time{}, false, false
+	}
+	return t, supplyplan.IsDateOnly(v), true
+}
+
+// Int parses an integer in [lo, hi]; def when absent.
+func (q *Query) Int(name string, def, lo, hi int) int {
+	if !q.args.Has(name) {
+		return def
+	}
+	n, err := strconv.Atoi(string(q.args.Peek(name)))
+	if err != nil || n < lo || n > hi {
+		q.fe.Add(name, "must be an integer between %d and %d", lo, hi)
+		return def
+	}
+	return n
+}
+
+// Float parses a number in [lo, hi]; ok is false when absent or invalid.
+func (q *Query) Float(name string, lo, hi float64) (float64, bool) {
+	if !q.args.Has(name) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(q.args.Peek(name)), 64)
+	if err != nil || f < lo || f > hi {
+		q.fe.Add(name, "must be a number between %g and %g", lo, hi)
+		return 0, false
+	}
+	return f, true
+}
+
+func enumStrings[T ~string](vals []T) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = string(v)
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package http
+
+import (
+	"sort"
+	"strings"
+)
+
+// handlerFunc handles one routed request; a returned error is rendered by writeError.
+type handlerFunc func(*Request) error
+
+type route struct {
+	method string
+	segs   []string // ":name" segments are parameters
+	static int      // number of literal segments, to prefer /x/pending over /x/:id
+	h      handlerFunc
+}
+
+// router matches "/a/:id/b" patterns. With a few dozen routes a scan is fast enough and keeps
+// the precedence rule obvious: the match with the most literal segments wins.
+type router struct {
+	byLen map[int][]*route
+}
+
+func newRouter() *router { return &router{byLen: map[int][]*route{}} }
+
+func (rt *router) handle(method, pattern string, h handlerFunc) {
+	segs := splitPath(pattern)
+	r := &route{method: method, segs: segs, h: h}
+	for _, s := range segs {
+		if !strings.HasPrefix(s, ":") {
+			r.static++
+		}
+	}
+	rt.byLen[len(segs)] = append(rt.byLen[len(segs)], r)
+	sort.SliceStable(rt.byLen[len(segs)], func(i, j int) bool {
+		return rt.byLen[len(segs)][i].static > rt.byLen[len(segs)][j].static
+	})
+}
+
+// params holds path parameters in pattern order.
+type params []param
+
+type param struct{ name, value string }
+
+func (p params) get(name string) string {
+	for _, x := range p {
+		if x.name == name {
+			return x.value
+		}
+	}
+	return ""
+}
+
+// match returns the handler and parameters for method and path, or nil and the allowed methods of
+// the best path match (empty when no path matches).
+func (rt *router) match(method, path []byte) (handlerFunc, params, string) {
+	segs := splitPath(string(path))
+	var allowed []string
+	bestStatic := -1
+	for _, r := range rt.byLen[len(segs)] {
+		if r.static < bestStatic {
+			break // routes are sorted by literal count; a less specific path match cannot win
+		}
+		if !r.matches(segs) {
+			continue
+		}
+		if string(method) == r.method || (string(method) == "HEAD" && r.method == "GET") {
+			var ps params
+			for i, s := range r.segs {
+				if s[0] == ':' {
+					ps = append(ps, param{s[1:], segs[i]})
+				}
+			}
+			return r.h, ps, ""
+		}
+		bestStatic = r.static
+		allowed = append(allowed, r.method)
+	}
+	sort.Strings(allowed)
+	return nil, nil, strings.Join(allowed, ", ")
+}
+
+func (r *route) matches(segs []string) bool {
+	for i, s := range r.segs {
+		if s[0] == ':' {
+			if segs[i] == "" {
+				return false
+			}
+			continue
+		}
+		if s != segs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return []string{""}
+	}
+	return strings.Split(p, "/")
+}

@@ -1,0 +1,48 @@
+package http
+
+import (
+	"github.com/valyala/fasthttp"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+func (s *Server) routes() {
+	rt := s.router
+	rt.handle("GET", "/health", s.health)
+
+	// Platform (super-administrator key).
+	rt.handle("GET", "/api/platform/organizations", s.platform(s.listOrganizations))
+	rt.handle("POST", "/api/platform/organizations", s.platform(s.createOrganization))
+	rt.handle("GET", "/api/platform/organizations/:id", s.platform(s.getOrganization))
+	rt.handle("PUT", "/api/platform/organizations/:id/entitlements", s.platform(s.setEntitlements))
+	rt.handle("GET", "/api/platform/organizations/:id/api-keys", s.platform(s.listAPIKeys))
+	rt.handle("POST", "/api/platform/organizations/:id/api-keys", s.platform(s.createAPIKey))
+	rt.handle("DELETE", "/api/platform/organizations/:id/api-keys/:keyId", s.platform(s.revokeAPIKey))
+	rt.handle("GET", "/api/platform/events", s.platform(s.listGlobalEvents))
+	rt.handle("POST", "/api/platform/events", s.platform(s.createGlobalEvent))
+	rt.handle("DELETE", "/api/platform/events/:id", s.platform(s.deleteGlobalEvent))
+
+	// Forecasting: scenarios and external events.
+	read, write := supplyplan.PermForecastRead, supplyplan.PermForecastWrite
+	f := featureForecasting
+	rt.handle("GET", "/api/forecast/scenarios", s.tenant(read, f, s.listScenarios))
+	rt.handle("POST", "/api/forecast/scenarios", s.tenant(write, f, s.createScenario))
+	rt.handle("GET", "/api/forecast/scenarios/:id", s.tenant(read, f, s.getScenario))
+	rt.handle("PUT", "/api/forecast/scenarios/:id", s.tenant(write, f, s.updateScenario))
+	rt.handle("DELETE", "/api/forecast/scenarios/:id", s.tenant(write, f, s.archiveScenario))
+	rt.handle("POST", "/api/forecast/scenarios/:id/publish", s.tenant(write, f, s.publishScenario))
+	rt.handle("GET", "/api/forecast/events", s.tenant(read, f, s.listEvents))
+	rt.handle("POST", "/api/forecast/events", s.tenant(write, f, s.createEvent))
+	rt.handle("GET", "/api/forecast/events/:id", s.tenant(read, f, s.getEvent))
+	rt.handle("PUT", "/api/forecast/events/:id", s.tenant(write, f, s.updateEvent))
+	rt.handle("DELETE", "/api/forecast/events/:id", s.tenant(write, f, s.deleteEvent))
+}
+
+var healthBody = []byte(`{"status":"ok"}`)
+
+func (s *Server) health(r *Request) error {
+	r.Ctx.SetStatusCode(fasthttp.StatusOK)
+	r.Ctx.SetContentType("application/json")
+	r.Ctx.SetBody(healthBody)
+	return nil
+}

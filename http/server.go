@@ -1,0 +1,156 @@
+// Package http holds the fasthttp servers: the REST API with its inbound webhooks, and later the
+// hosted tool service, loop services and operator console. Handlers are thin: decode, authorize,
+// call the root package's services, encode. Only this package imports fasthttp.
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// Config configures the API server.
+type Config struct {
+	Addr string
+	// MaxBodyBytes is the largest request body the server reads at all (the import limit); the
+	// JSON endpoints apply their own smaller limit (BodyLimit).
+	MaxBodyBytes int
+	// BodyLimit caps the body of the forecasting, transfers, alerts and platform endpoints (1 MiB).
+	BodyLimit int
+	// RequestTimeout is each request's deadline.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Services are what the API calls.
+type Services struct {
+	Auth        supplyplan.Authenticator
+	Platform    supplyplan.PlatformService
+	Forecasting supplyplan.ForecastingService
+}
+
+// Server is the REST API.
+type Server struct {
+	cfg    Config
+	svc    Services
+	log    *slog.Logger
+	router *router
+	srv    *fasthttp.Server
+	ln     net.Listener
+	served chan struct{}
+}
+
+// NewServer builds the API server and its routes.
+func NewServer(cfg Config, svc Services) *Server {
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = 1 << 20
+	}
+	if cfg.MaxBodyBytes < cfg.BodyLimit {
+		cfg.MaxBodyBytes = cfg.BodyLimit
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
+	s.routes()
+	s.srv = &fasthttp.Server{
+		Handler:                       s.handle,
+		Name:                          "supplyplan",
+		MaxRequestBodySize:            cfg.MaxBodyBytes,
+		ReadTimeout:                   60 * time.Second,
+		WriteTimeout:                  60 * time.Second,
+		IdleTimeout:                   120 * time.Second,
+		DisablePreParseMultipartForm:  true,
+		NoDefaultContentType:          true,
+		DisableHeaderNamesNormalizing: false,
+		CloseOnShutdown:               true,
+		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+				writeError(ctx, &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
+					Details: map[string][]string{"body": {fmt.Sprintf("must be at most %d bytes", cfg.MaxBodyBytes)}}})
+				return
+			}
+			writeError(ctx, supplyplan.Errorf(supplyplan.EVALIDATION, "Malformed HTTP request"))
+		},
+	}
+	return s
+}
+
+// Open listens on the configured address and serves in the background.
+func (s *Server) Open() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen api on %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.served = make(chan struct{})
+	go func() {
+		defer close(s.served)
+		if err := s.srv.Serve(ln); err != nil {
+			s.log.Error("api server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Addr is the address the server listens on (useful with port 0).
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return s.cfg.Addr
+	}
+	return s.ln.Addr().String()
+}
+
+// Close stops accepting connections and waits for in-flight requests.
+func (s *Server) Close(ctx context.Context) error {
+	if s.ln == nil {
+		return nil
+	}
+	err := s.srv.ShutdownWithContext(ctx)
+	<-s.served
+	s.ln = nil
+	return err
+}
+
+// Handler exposes the request handler (for in-memory tests and benchmarks).
+func (s *Server) Handler() fasthttp.RequestHandler { return s.handle }
+
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panic", "path", string(ctx.Path()), "panic", r, "stack", string(debug.Stack()))
+			ctx.ResetBody()
+			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
+		}
+	}()
+	h, params, allow := s.router.match(ctx.Method(), ctx.Path())
+	if h == nil {
+		if allow != "" {
+			ctx.Response.Header.Set("Allow", allow)
+			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
+			return
+		}
+		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	r := &Request{Ctx: ctx, Context: rctx, params: params, server: s}
+	if err := h(r); err != nil {
+		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {
+			s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+		}
+		writeError(ctx, err)
+	}
+}

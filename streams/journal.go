@@ -1,0 +1,591 @@
+// Package streams holds the logs of the service: the local append-only journal with group commit,
+// the in-process event bus, and (in the distributed mode) Kafka via segmentio/kafka-go.
+package streams
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned for appends after Close.
+var ErrClosed = errors.New("journal closed")
+
+// JournalConfig configures a Journal.
+type JournalConfig struct {
+	// Dir holds one sub-directory per stream.
+	Dir string
+	// SegmentBytes rolls a stream's segment file past this size (default 64 MiB).
+	SegmentBytes int64
+	// MaxBatch caps the entries of one group commit (default 8192).
+	MaxBatch int
+	// QueueLen bounds the requests waiting for the committer; Append blocks beyond it (default 16384).
+	QueueLen int
+	Logger   *slog.Logger
+}
+
+// Journal is a set of append-only per-stream logs with snapshots. Appends from every stream are
+// group-committed by one goroutine: written, fsynced, then acknowledged through their callbacks.
+//
+// File layout: <Dir>/<stream>/<first seq, 20 digits>.wal segments of frames
+// [len uint32][crc32c uint32][seq uint64][payload], and <Dir>/<stream>/snapshot
+// ([seq uint64][crc32c uint32][payload]). A torn frame at the tail of the newest segment is
+// truncated on load; damage anywhere else refuses to load.
+type Journal struct {
+	cfg  JournalConfig
+	log  *slog.Logger
+	reqs chan jreq
+	done chan struct{}
+
+	mu     sync.RWMutex
+	closed bool
+
+	// owned by the committer goroutine
+	segs map[string]*segment
+}
+
+type reqKind uint8
+
+const (
+	reqAppend reqKind = iota
+	reqBarrier
+	reqRoll
+)
+
+type jreq struct {
+	kind    reqKind
+	stream  string
+	seq     uint64
+	payload []byte
+	done    func(error)
+	// rolledCovered receives the first seq of the rolled segment when all its entries are <= seq.
+	rolledCovered *uint64
+}
+
+type segment struct {
+	f         *os.File
+	first     uint64
+	size      int64 // bytes durable on disk
+	buf       []byte
+	lastSeq   uint64 // newest entry written; MaxUint64 when unknown (reopened file)
+	lastErr   error
+	needsRoll bool
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var streamNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+const frameHeader = 16
+
+// OpenJournal creates the directory if needed and starts the committer.
+func OpenJournal(cfg JournalConfig) (*Journal, error) {
+	if cfg.SegmentBytes <= 0 {
+		cfg.SegmentBytes = 64 << 20
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 8192
+	}
+	if cfg.QueueLen <= 0 {
+		cfg.QueueLen = 16384
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create journal dir: %w", err)
+	}
+	j := &Journal{cfg: cfg, log: cfg.Logger, reqs: make(chan jreq, cfg.QueueLen), done: make(chan struct{}),
+		segs: map[string]*segment{}}
+	go j.commitLoop()
+	return j, nil
+}
+
+// Append queues payload as entry seq of stream. done is called from the committer goroutine once the
+// entry is durable (nil) or failed; it must not block. seq must increase within a stream.
+func (j *Journal) Append(stream string, seq uint64, payload []byte, done func(error)) {
+	j.send(jreq{kind: reqAppend, stream: stream, seq: seq, payload: payload, done: done})
+}
+
+// Barrier calls done after every entry appended before it (to any stream) is durable.
+func (j *Journal) Barrier(done func(error)) {
+	j.send(jreq{kind: reqBarrier, done: done})
+}
+
+// Sync blocks until every entry appended before the call is durable.
+func (j *Journal) Sync() error {
+	ch := make(chan error, 1)
+	j.Barrier(func(err error) { ch <- err })
+	return <-ch
+}
+
+func (j *Journal) send(r jreq) {
+	j.mu.RLock()
+	if j.closed {
+		j.mu.RUnlock()
+		if r.done != nil {
+			r.done(ErrClosed)
+		}
+		return
+	}
+	j.reqs <- r // blocks when the committer is behind: that is the backpressure
+	j.mu.RUnlock()
+}
+
+// Close commits what is queued, syncs and closes every file. It is idempotent.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		<-j.done
+		return nil
+	}
+	j.closed = true
+	close(j.reqs)
+	j.mu.Unlock()
+	<-j.done
+	return nil
+}
+
+func (j *Journal) commitLoop() {
+	defer close(j.done)
+	batch := make([]jreq, 0, 256)
+	for {
+		r, ok := <-j.reqs
+		if !ok {
+			break
+		}
+		batch = append(batch[:0], r)
+	drain:
+		for len(batch) < j.cfg.MaxBatch {
+			select {
+			case r, ok := <-j.reqs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		j.commit(batch)
+		clear(batch)
+	}
+	for name, s := range j.segs {
+		if s.f != nil {
+			_ = s.f.Close()
+		}
+		delete(j.segs, name)
+	}
+}
+
+// commit writes and syncs one batch, then acknowledges it.
+func (j *Journal) commit(batch []jreq) {
+	touched := make([]*segment, 0, 4)
+	errs := map[string]error{}
+	for i := range batch {
+		r := &batch[i]
+		switch r.kind {
+		case reqAppend:
+			s, err := j.segmentFor(r.stream, r.seq)
+			if err != nil {
+				errs[r.stream] = err
+				continue
+			}
+			if len(s.buf) == 0 {
+				touched = append(touched, s)
+			}
+			s.buf = appendFrame(s.buf, r.seq, r.payload)
+			s.lastSeq = r.seq
+		case reqRoll:
+			if s := j.segs[r.stream]; s != nil {
+				s.needsRoll = true
+				if s.f != nil && s.lastSeq <= r.seq && r.rolledCovered != nil {
+					*r.rolledCovered = s.first + 1 // +1 so that zero means "none"
+				}
+			} else if dir, err := j.streamDir(r.stream); err == nil {
+				// Nothing open: make the next append start a new segment rather than reopen the last.
+				if segs, err := listSegments(dir); err == nil && len(segs) > 0 {
+					j.segs[r.stream] = &segment{f: nil, first: segs[len(segs)-1], needsRoll: true}
+				}
+			}
+		}
+	}
+	j.flush(touched)
+	for _, s := range touched {
+		if s.lastErr != nil {
+			for name, seg := range j.segs {
+				if seg == s {
+					errs[name] = s.lastErr
+				}
+			}
+		}
+	}
+	for i := range batch {
+		r := &batch[i]
+		if r.done != nil {
+			r.done(errs[r.stream])
+		}
+	}
+	for _, s := range touched {
+		s.lastErr = nil
+	}
+}
+
+// flush writes each touched segment's buffer and syncs it, in parallel when there are several.
+func (j *Journal) flush(touched []*segment) {
+	one := func(s *segment) {
+		n, err := s.f.WriteAt(s.buf, s.size)
+		if err == nil {
+			err = s.f.Sync()
+		}
+		if err != nil {
+			// Cut what may be half written back to the last durable size; the callers get the error.
+			_ = s.f.Truncate(s.size)
+			s.lastErr = fmt.Errorf("journal write: %w", err)
+		} else {
+			s.size += int64(n)
+		}
+		s.buf = s.buf[:0]
+		if cap(s.buf) > 8<<20 {
+			s.buf = nil
+		}
+	}
+	if len(touched) == 1 {
+		one(touched[0])
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for _, s := range touched {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			one(s)
+			<-sem
+		}()
+	}
+	wg.Wait()
+}
+
+// segmentFor returns the open segment of stream, opening or rolling one starting at seq if needed.
+func (j *Journal) segmentFor(stream string, seq uint64) (*segment, error) {
+	s := j.segs[stream]
+	forceNew := false
+	if s != nil && (s.needsRoll || s.size+int64(len(s.buf)) >= j.cfg.SegmentBytes) && len(s.buf) == 0 {
+		if s.f != nil {
+			_ = s.f.Close()
+		}
+		delete(j.segs, stream)
+		s, forceNew = nil, true
+	}
+	if s != nil {
+		return s, nil
+	}
+	dir, err := j.streamDir(stream)
+	if err != nil {
+		return nil, err
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(segs); n > 0 && !forceNew {
+		last := segs[n-1]
+		path := filepath.Join(dir, segmentName(last))
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("stat segment: %w", err)
+		}
+		if st.Size() < j.cfg.SegmentBytes {
+			f, err := os.OpenFile(path, os.O_RDWR, 0o600)
+			if err != nil {
+				return nil, fmt.Errorf("open segment: %w", err)
+			}
+			s = &segment{f: f, first: last, size: st.Size(), lastSeq: math.MaxUint64}
+			j.segs[stream] = s
+			return s, nil
+		}
+	}
+	path := filepath.Join(dir, segmentName(seq))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create segment: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	s = &segment{f: f, first: seq}
+	j.segs[stream] = s
+	return s, nil
+}
+
+func (j *Journal) streamDir(stream string) (string, error) {
+	if !streamNameRe.MatchString(stream) {
+		return "", fmt.Errorf("invalid stream name %q", stream)
+	}
+	dir := filepath.Join(j.cfg.Dir, stream)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create stream dir: %w", err)
+	}
+	return dir, nil
+}
+
+func appendFrame(buf []byte, seq uint64, payload []byte) []byte {
+	var h [frameHeader]byte
+	binary.LittleEndian.PutUint32(h[0:4], uint32(len(payload)))
+	binary.LittleEndian.PutUint64(h[8:16], seq)
+	crc := crc32.Update(crc32.Checksum(h[8:16], castagnoli), castagnoli, payload)
+	binary.LittleEndian.PutUint32(h[4:8], crc)
+	buf = append(buf, h[:]...)
+	return append(buf, payload...)
+}
+
+func segmentName(first uint64) string { return fmt.Sprintf("%020d.wal", first) }
+
+func listSegments(dir string) ([]uint64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list segments: %w", err)
+	}
+	var out []uint64
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".wal") {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSuffix(name, ".wal"), 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	return nil
+}
+
+// Streams lists the streams that have a directory.
+func (j *Journal) Streams() ([]string, error) {
+	ents, err := os.ReadDir(j.cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("list streams: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && streamNameRe.MatchString(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// LoadResult summarizes a load.
+type LoadResult struct {
+	SnapshotSeq uint64
+	LastSeq     uint64
+	Entries     int
+	Truncated   int64 // bytes of a torn tail that were cut
+}
+
+// Load reads a stream: onSnapshot with the latest snapshot (if any), then onEntry for every entry
+// after it, in order. It must run before the first Append to the stream.
+func (j *Journal) Load(stream string, onSnapshot func(seq uint64, data []byte) error,
+	onEntry func(seq uint64, payload []byte) error) (LoadResult, error) {
+	var res LoadResult
+	dir, err := j.streamDir(stream)
+	if err != nil {
+		return res, err
+	}
+	snapSeq, snap, err := readSnapshot(dir)
+	if err != nil {
+		return res, err
+	}
+	if snap != nil {
+		if err := onSnapshot(snapSeq, snap); err != nil {
+			return res, fmt.Errorf("apply snapshot of %s: %w", stream, err)
+		}
+	}
+	res.SnapshotSeq, res.LastSeq = snapSeq, snapSeq
+	segs, err := listSegments(dir)
+	if err != nil {
+		return res, err
+	}
+	for i, first := range segs {
+		last := i == len(segs)-1
+		path := filepath.Join(dir, segmentName(first))
+		good, err := readSegment(path, func(seq uint64, payload []byte) error {
+			if seq <= res.SnapshotSeq {
+				return nil
+			}
+			if seq <= res.LastSeq && res.Entries > 0 {
+				return fmt.Errorf("sequence went backwards at %d", seq)
+			}
+			res.LastSeq = seq
+			res.Entries++
+			return onEntry(seq, payload)
+		})
+		var torn *tornError
+		if errors.As(err, &torn) {
+			if !last {
+				return res, fmt.Errorf("stream %s: segment %s is damaged at offset %d (not the newest segment)", stream, segmentName(first), torn.offset)
+			}
+			st, _ := os.Stat(path)
+			if st != nil {
+				res.Truncated = st.Size() - good
+			}
+			j.log.Warn("journal: cutting torn tail", "stream", stream, "segment", segmentName(first),
+				"offset", good, "bytes", res.Truncated)
+			if err := os.Truncate(path, good); err != nil {
+				return res, fmt.Errorf("truncate torn tail: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("load %s: %w", stream, err)
+		}
+	}
+	return res, nil
+}
+
+type tornError struct{ offset int64 }
+
+func (e *tornError) Error() string { return fmt.Sprintf("torn frame at offset %d", e.offset) }
+
+// readSegment calls fn for each valid frame; it returns the offset after the last good frame and a
+// *tornError when the file ends in an incomplete or corrupt frame.
+func readSegment(path string, fn func(seq uint64, payload []byte) error) (int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read segment: %w", err)
+	}
+	var off int64
+	for int(off) < len(data) {
+		rest := data[off:]
+		if len(rest) < frameHeader {
+			return off, &tornError{off}
+		}
+		n := binary.LittleEndian.Uint32(rest[0:4])
+		crc := binary.LittleEndian.Uint32(rest[4:8])
+		if int64(n) > int64(len(rest)-frameHeader) {
+			return off, &tornError{off}
+		}
+		payload := rest[frameHeader : frameHeader+int(n)]
+		if crc32.Update(crc32.Checksum(rest[8:16], castagnoli), castagnoli, payload) != crc {
+			return off, &tornError{off}
+		}
+		seq := binary.LittleEndian.Uint64(rest[8:16])
+		if err := fn(seq, payload); err != nil {
+			return off, err
+		}
+		off += frameHeader + int64(n)
+	}
+	return off, nil
+}
+
+func readSnapshot(dir string) (uint64, []byte, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "snapshot"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	if len(data) < 12 {
+		return 0, nil, fmt.Errorf("snapshot in %s is too short", dir)
+	}
+	seq := binary.LittleEndian.Uint64(data[0:8])
+	crc := binary.LittleEndian.Uint32(data[8:12])
+	if crc32.Checksum(data[12:], castagnoli) != crc {
+		return 0, nil, fmt.Errorf("snapshot in %s fails its checksum", dir)
+	}
+	return seq, data[12:], nil
+}
+
+// SaveSnapshot stores data as the state of stream after entry seq (atomically: temp file, fsync,
+// rename), rolls the stream to a new segment and deletes segments that hold only entries <= seq.
+func (j *Journal) SaveSnapshot(stream string, seq uint64, data []byte) error {
+	start := time.Now()
+	dir, err := j.streamDir(stream)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "snapshot.tmp")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create snapshot: %w", err)
+	}
+	var h [12]byte
+	binary.LittleEndian.PutUint64(h[0:8], seq)
+	binary.LittleEndian.PutUint32(h[8:12], crc32.Checksum(data, castagnoli))
+	_, err = f.Write(h[:])
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write snapshot: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "snapshot")); err != nil {
+		return fmt.Errorf("install snapshot: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	// Roll so that the current segment can be deleted at the next snapshot at the latest.
+	ch := make(chan error, 1)
+	var covered uint64
+	j.send(jreq{kind: reqRoll, stream: stream, seq: seq, rolledCovered: &covered, done: func(err error) { ch <- err }})
+	if err := <-ch; err != nil && !errors.Is(err, ErrClosed) {
+		return err
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	for i := range segs {
+		// A segment holds only entries <= seq when the next one starts at or before seq+1, or when it
+		// is the segment just rolled and its newest entry is <= seq (it is never written again).
+		if (i+1 < len(segs) && segs[i+1] <= seq+1) || (covered != 0 && segs[i] == covered-1) {
+			if err := os.Remove(filepath.Join(dir, segmentName(segs[i]))); err != nil {
+				return fmt.Errorf("delete old segment: %w", err)
+			}
+		}
+	}
+	j.log.Debug("journal: snapshot saved", "stream", stream, "seq", seq, "bytes", len(data),
+		"took", time.Since(start))
+	return nil
+}

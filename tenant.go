@@ -1,0 +1,263 @@
+package supplyplan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Record kinds of tenant state.
+const (
+	KindScenario = "scenario"
+	KindEvent    = "event"
+)
+
+func init() {
+	RegisterKind(KindScenario, func() any { return new(Scenario) })
+	RegisterKind(KindEvent, func() any { return new(ExternalEvent) })
+}
+
+// TenantState is everything one organization owns that lives in its journal. It is owned by the
+// tenant's actor: only that actor reads or changes it. Values stored in its maps are never mutated
+// in place (a change stores a new value), so a copy handed out stays valid.
+type TenantState struct {
+	OrgID     string                    `json:"orgId"`
+	Scenarios map[string]*Scenario      `json:"scenarios"`
+	Events    map[string]*ExternalEvent `json:"events"`
+}
+
+// NewTenantState returns the empty state of an organization.
+func NewTenantState(orgID string) *TenantState {
+	return &TenantState{OrgID: orgID, Scenarios: map[string]*Scenario{}, Events: map[string]*ExternalEvent{}}
+}
+
+// Apply applies one record. It is the only way state changes, both live and on replay.
+func (s *TenantState) Apply(r Record) error {
+	switch r.Kind {
+	case KindScenario:
+		if r.Del {
+			delete(s.Scenarios, r.ID)
+			return nil
+		}
+		v, ok := r.Value.(*Scenario)
+		if !ok {
+			return fmt.Errorf("scenario record %s has value %T", r.ID, r.Value)
+		}
+		s.Scenarios[r.ID] = v
+	case KindEvent:
+		if r.Del {
+			delete(s.Events, r.ID)
+			return nil
+		}
+		v, ok := r.Value.(*ExternalEvent)
+		if !ok {
+			return fmt.Errorf("event record %s has value %T", r.ID, r.Value)
+		}
+		s.Events[r.ID] = v
+	default:
+		return fmt.Errorf("tenant state: unknown record kind %q", r.Kind)
+	}
+	return nil
+}
+
+// EventLookup finds events outside the tenant (the platform's global events).
+type EventLookup func(id string) (*ExternalEvent, bool)
+
+// ListScenarios returns the scenarios passing f, newest first.
+func (s *TenantState) ListScenarios(f ScenarioFilter) []Scenario {
+	out := make([]Scenario, 0, len(s.Scenarios))
+	for _, sc := range s.Scenarios {
+		if f.Match(sc) {
+			out = append(out, *sc)
+		}
+	}
+	slices.SortFunc(out, func(a, b Scenario) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	return out
+}
+
+// GetScenario returns one scenario.
+func (s *TenantState) GetScenario(id string) (Scenario, error) {
+	sc, ok := s.Scenarios[id]
+	if !ok {
+		return Scenario{}, NotFound("Scenario")
+	}
+	return *sc, nil
+}
+
+// checkIncludedEvents verifies that every included event id names an event the tenant can see.
+func (s *TenantState) checkIncludedEvents(in *AssumptionsInput, global EventLookup) error {
+	if in == nil || in.IncludedEventIDs == nil {
+		return nil
+	}
+	for _, id := range *in.IncludedEventIDs {
+		if _, ok := s.Events[id]; ok {
+			continue
+		}
+		if global != nil {
+			if _, ok := global(id); ok {
+				continue
+			}
+		}
+		return Invalid("assumptions.includedEventIds", "unknown event %q", id)
+	}
+	return nil
+}
+
+// CreateScenario validates in and returns the new scenario and its records.
+func (s *TenantState) CreateScenario(in ScenarioInput, global EventLookup, now time.Time) (Scenario, []Record, error) {
+	if err := in.Validate(true); err != nil {
+		return Scenario{}, nil, err
+	}
+	if err := s.checkIncludedEvents(in.Assumptions, global); err != nil {
+		return Scenario{}, nil, err
+	}
+	sc := NewScenario(NewID("scn"), in, now)
+	return sc, []Record{Put(KindScenario, sc.ID, &sc)}, nil
+}
+
+// UpdateScenario applies a partial update.
+func (s *TenantState) UpdateScenario(id string, in ScenarioInput, global EventLookup, now time.Time) (Scenario, []Record, error) {
+	cur, ok := s.Scenarios[id]
+	if !ok {
+		return Scenario{}, nil, NotFound("Scenario")
+	}
+	if err := in.Validate(false); err != nil {
+		return Scenario{}, nil, err
+	}
+	if err := s.checkIncludedEvents(in.Assumptions, global); err != nil {
+		return Scenario{}, nil, err
+	}
+	sc, err := cur.Update(in, now)
+	if err != nil {
+		return Scenario{}, nil, err
+	}
+	return sc, []Record{Put(KindScenario, sc.ID, &sc)}, nil
+}
+
+// PublishScenario publishes a scenario (idempotent on PUBLISHED).
+func (s *TenantState) PublishScenario(id string, now time.Time) (Scenario, []Record, error) {
+	cur, ok := s.Scenarios[id]
+	if !ok {
+		return Scenario{}, nil, NotFound("Scenario")
+	}
+	sc, changed, err := cur.Publish(now)
+	if err != nil || !changed {
+		return sc, nil, err
+	}
+	return sc, []Record{Put(KindScenario, sc.ID, &sc)}, nil
+}
+
+// ArchiveScenario archives a scenario (idempotent on ARCHIVED).
+func (s *TenantState) ArchiveScenario(id string, now time.Time) (Scenario, []Record, error) {
+	cur, ok := s.Scenarios[id]
+	if !ok {
+		return Scenario{}, nil, NotFound("Scenario")
+	}
+	sc, changed := cur.Archive(now)
+	if !changed {
+		return sc, nil, nil
+	}
+	return sc, []Record{Put(KindScenario, sc.ID, &sc)}, nil
+}
+
+// ListEvents returns the tenant's events and the given global ones that pass f, by start then id.
+func (s *TenantState) ListEvents(f EventFilter, globals []*ExternalEvent) []ExternalEvent {
+	out := make([]ExternalEvent, 0)
+	for _, e := range s.Events {
+		if f.Match(e) {
+			out = append(out, s.expand(*e))
+		}
+	}
+	for _, e := range globals {
+		if f.Match(e) {
+			out = append(out, *e)
+		}
+	}
+	slices.SortFunc(out, func(a, b ExternalEvent) int {
+		if c := a.StartsAt.Compare(b.StartsAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// GetEvent returns one of the tenant's events, or a global one.
+func (s *TenantState) GetEvent(id string, global EventLookup) (ExternalEvent, error) {
+	if e, ok := s.Events[id]; ok {
+		return s.expand(*e), nil
+	}
+	if global != nil {
+		if e, ok := global(id); ok {
+			return *e, nil
+		}
+	}
+	return ExternalEvent{}, NotFound("Event")
+}
+
+// expand fills the productMaster and location objects from the ids.
+func (s *TenantState) expand(e ExternalEvent) ExternalEvent {
+	if e.ProductMasterID != "" {
+		e.ProductMaster = &ProductRef{ID: e.ProductMasterID, Name: e.ProductMasterID, SKU: e.ProductMasterID}
+	}
+	if e.LocationID != "" {
+		e.Location = &LocationRef{ID: e.LocationID, Name: e.LocationID}
+	}
+	return e
+}
+
+// CreateEvent validates in and returns the new event and its records.
+func (s *TenantState) CreateEvent(in EventInput, now time.Time) (ExternalEvent, []Record, error) {
+	starts, ends, err := in.Validate(true, false)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	e, err := NewEvent(NewID("evt"), in, starts, ends, false, now)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	stored := e
+	return s.expand(e), []Record{Put(KindEvent, e.ID, &stored)}, nil
+}
+
+// UpdateEvent applies a partial update to one of the tenant's events.
+func (s *TenantState) UpdateEvent(id string, in EventInput, global EventLookup, now time.Time) (ExternalEvent, []Record, error) {
+	cur, ok := s.Events[id]
+	if !ok {
+		if global != nil {
+			if _, ok := global(id); ok {
+				return ExternalEvent{}, nil, Errorf(EFORBIDDEN, "Global events are managed by the platform operator")
+			}
+		}
+		return ExternalEvent{}, nil, NotFound("Event")
+	}
+	starts, ends, err := in.Validate(false, false)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	e, err := cur.Update(in, starts, ends, now)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	stored := e
+	return s.expand(e), []Record{Put(KindEvent, e.ID, &stored)}, nil
+}
+
+// DeleteEvent removes one of the tenant's events.
+func (s *TenantState) DeleteEvent(id string, global EventLookup) ([]Record, error) {
+	if _, ok := s.Events[id]; !ok {
+		if global != nil {
+			if _, ok := global(id); ok {
+				return nil, Errorf(EFORBIDDEN, "Global events are managed by the platform operator")
+			}
+		}
+		return nil, NotFound("Event")
+	}
+	return []Record{Del(KindEvent, id)}, nil
+}
