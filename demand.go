@@ -1,0 +1,93 @@
+package supplyplan
+
+import (
+	"context"
+	"time"
+)
+
+// ChannelAll is the default channel of demand records. As a query key it means the total over every
+// channel of the product and location (rows stored under "ALL" count as one more channel).
+const ChannelAll = "ALL"
+
+// DemandKey identifies one weekly demand series.
+type DemandKey struct {
+	SKU      string `json:"skuId"`
+	Location string `json:"locationId"`
+	Channel  string `json:"channel"`
+}
+
+// DemandRow is one imported week of a series. Importing the same (SKU, Location, Channel, Week)
+// again replaces the imported values; it never adds.
+type DemandRow struct {
+	SKU        string
+	Location   string
+	Channel    string
+	Week       time.Time // Monday 00:00 UTC of the ISO week
+	Actual     float64
+	Forecasted float64
+	// Stockout marks a week whose demand was censored by zero stock on hand: the forecast engine
+	// treats it as missing, not as zero demand.
+	Stockout bool
+}
+
+// DemandSignal is one live demand event (from Kafka or POST /api/demand/signals). Its quantity adds
+// to the actual demand of the week containing OccurredAt. A SignalID seen before is ignored.
+type DemandSignal struct {
+	SignalID       string    `json:"signalId"`
+	OrganizationID string    `json:"organizationId"`
+	SKU            string    `json:"skuId"`
+	Location       string    `json:"locationId"`
+	Channel        string    `json:"channel"`
+	Quantity       float64   `json:"quantity"`
+	OccurredAt     time.Time `json:"occurredAt"`
+}
+
+// WeekValue is one week of a series as read back: Actual is the imported actual plus every distinct
+// signal of that week.
+type WeekValue struct {
+	Week       time.Time `json:"weekStarting"`
+	Actual     float64   `json:"actualDemand"`
+	Forecasted float64   `json:"forecastedDemand"`
+	Stockout   bool      `json:"stockout,omitempty"`
+}
+
+// DemandQuery selects rows for an aggregate. Empty lists mean "all"; zero times mean unbounded
+// (From and To are inclusive week starts). GroupBy holds any of "sku", "location", "channel", "week".
+type DemandQuery struct {
+	SKUs      []string
+	Locations []string
+	Channels  []string
+	From, To  time.Time
+	GroupBy   []string
+}
+
+// DemandAggregate is one group of an aggregate; the fields not grouped by are empty.
+type DemandAggregate struct {
+	SKU        string    `json:"skuId,omitempty"`
+	Location   string    `json:"locationId,omitempty"`
+	Channel    string    `json:"channel,omitempty"`
+	Week       time.Time `json:"weekStarting,omitzero"`
+	Actual     float64   `json:"actualDemand"`
+	Forecasted float64   `json:"forecastedDemand"`
+	Weeks      int       `json:"weeks"` // number of (series, week) cells summed
+}
+
+// DemandStore holds weekly demand history per organization. Implementations: the embedded store
+// (default, in the data dir) and ClickHouse. Every write returns only once it is durable.
+type DemandStore interface {
+	// UpsertWeeks replaces the imported values of the given weeks (last write wins).
+	UpsertWeeks(ctx context.Context, orgID string, rows []DemandRow) error
+	// AddSignals adds each signal's quantity to its week. fresh[i] is false when signals[i].SignalID
+	// was already applied (then nothing changes for it).
+	AddSignals(ctx context.Context, orgID string, signals []DemandSignal) (fresh []bool, err error)
+	// Series returns the weeks of one series in [from, to] (zero = unbounded), oldest first. Weeks
+	// without data are absent. Channel ChannelAll sums every channel.
+	Series(ctx context.Context, orgID string, key DemandKey, from, to time.Time) ([]WeekValue, error)
+	// SeriesBatch is Series for many keys in one round trip.
+	SeriesBatch(ctx context.Context, orgID string, keys []DemandKey, from, to time.Time) (map[DemandKey][]WeekValue, error)
+	// Keys lists every stored (sku, location, channel) of an organization, sorted.
+	Keys(ctx context.Context, orgID string) ([]DemandKey, error)
+	// Aggregate sums actual and forecasted demand over the query's rows, grouped as asked.
+	Aggregate(ctx context.Context, orgID string, q DemandQuery) ([]DemandAggregate, error)
+	Close() error
+}
