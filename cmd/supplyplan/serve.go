@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
@@ -23,6 +24,7 @@ type Main struct {
 	Log    *slog.Logger
 	out    io.Writer
 
+	lock    *os.File
 	Journal *streams.Journal
 	System  *actors.System
 	API     *sphttp.Server
@@ -42,6 +44,12 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	m.lock = lock
 
 	start := time.Now()
 	j, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(cfg.DataDir, "journal"), Logger: m.Log})
@@ -93,6 +101,10 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.Journal != nil {
 		step("journal", m.Journal.Close)
 	}
+	if m.lock != nil {
+		_ = m.lock.Close() // releases the flock
+		m.lock = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -120,4 +132,17 @@ func writeCredentials(path string, c supplyplan.Credentials) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// lockDataDir takes an exclusive lock on <dir>/LOCK so that two processes never write one journal.
+func lockDataDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open data dir lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data dir %s is in use by another supplyplan process: %w", dir, err)
+	}
+	return f, nil
 }
