@@ -16,6 +16,7 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	BodyLimit       int
 	SnapshotEvery   int
+	DebugAddr       string
 }
 
 // DefaultConfig returns the embedded defaults, overridden by the environment.
@@ -28,6 +29,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout: envDuration("SUPPLYPLAN_SHUTDOWN_TIMEOUT", 30*time.Second),
 		BodyLimit:       envInt("SUPPLYPLAN_BODY_LIMIT", 1<<20),
 		SnapshotEvery:   envInt("SUPPLYPLAN_SNAPSHOT_EVERY", 10000),
+		DebugAddr:       envString("SUPPLYPLAN_DEBUG_ADDR", ""),
 	}
 }
 
@@ -39,6 +41,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of each API request (SUPPLYPLAN_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long SIGTERM waits for in-flight work (SUPPLYPLAN_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&c.BodyLimit, "body-limit", c.BodyLimit, "largest JSON body of the forecasting, transfers, alerts and platform endpoints, bytes (SUPPLYPLAN_BODY_LIMIT)")
+	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "serve Go pprof at http://<addr>/debug/pprof/ (off when empty) (SUPPLYPLAN_DEBUG_ADDR)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
 }
 

@@ -276,13 +276,13 @@ func TestEventListing(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 	for q, want := range map[string]string{
-		"":                             "global,org,soon-l1,soon-p1,soon-p2,straddle",
-		"?includeGlobal=false":         "org,soon-l1,soon-p1,soon-p2,straddle",
-		"?includeOrgWide=false":        "global,soon-l1,soon-p1,soon-p2,straddle",
-		"?productMasterId=p1":          "global,org,soon-l1,soon-p1,straddle",
-		"?locationId=l1":               "global,org,soon-l1,soon-p1,soon-p2",
-		"?type=HOLIDAY":                "global,org",
-		"?from=" + day(-40):            "global,org,past,soon-l1,soon-p1,soon-p2,straddle",
+		"":                                      "global,org,soon-l1,soon-p1,soon-p2,straddle",
+		"?includeGlobal=false":                  "org,soon-l1,soon-p1,soon-p2,straddle",
+		"?includeOrgWide=false":                 "global,soon-l1,soon-p1,soon-p2,straddle",
+		"?productMasterId=p1":                   "global,org,soon-l1,soon-p1,straddle",
+		"?locationId=l1":                        "global,org,soon-l1,soon-p1,soon-p2",
+		"?type=HOLIDAY":                         "global,org",
+		"?from=" + day(-40):                     "global,org,past,soon-l1,soon-p1,soon-p2,straddle",
 		"?from=" + day(100) + "&to=" + day(130): "far",
 		"?from=" + day(6) + "&to=" + day(6):     "soon-p1,soon-p2",
 	} {

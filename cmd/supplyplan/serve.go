@@ -25,6 +25,7 @@ type Main struct {
 	out    io.Writer
 
 	lock    *os.File
+	debug   io.Closer
 	Journal *streams.Journal
 	System  *actors.System
 	API     *sphttp.Server
@@ -79,6 +80,14 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(m.out, "listening api http://%s\n", m.API.Addr())
+	if cfg.DebugAddr != "" {
+		d, addr, err := startDebug(cfg.DebugAddr)
+		if err != nil {
+			return err
+		}
+		m.debug = d
+		fmt.Fprintf(m.out, "listening debug http://%s/debug/pprof/\n", addr)
+	}
 	return nil
 }
 
@@ -91,6 +100,9 @@ func (m *Main) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("close %s: %w", name, err))
 		}
 		m.Log.Info("closed", "part", name, "took", time.Since(start))
+	}
+	if m.debug != nil {
+		_ = m.debug.Close()
 	}
 	if m.API != nil {
 		step("api", func() error { return m.API.Close(ctx) })
