@@ -103,7 +103,7 @@ func TestScenarioFilter(t *testing.T) {
 	d := &Scenario{Status: ScenarioDraft, Type: ScenarioBaseline}
 	a := &Scenario{Status: ScenarioArchived, Type: ScenarioBaseline}
 	for _, tc := range []struct {
-		f          ScenarioFilter
+		f            ScenarioFilter
 		wantD, wantA bool
 	}{
 		{ScenarioFilter{}, true, false},
