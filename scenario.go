@@ -2,8 +2,8 @@ package supplyplan
 
 import (
 	"math"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
