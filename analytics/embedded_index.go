@@ -63,7 +63,7 @@ type item struct{ sku, location string }
 type tenant struct {
 	mu      sync.RWMutex
 	series  map[supplyplan.DemandKey]*series
-	items   map[item][]*series // every channel of a sku and location
+	items   map[item][]*series  // every channel of a sku and location
 	signals map[string]struct{} // ids of the applied signals
 }
 

@@ -25,7 +25,7 @@ import (
 // Snapshot records (cells, signal ids, end) describe the state instead.
 
 const (
-	frameHeaderLen = 8
+	frameHeaderLen  = 8
 	maxFramePayload = 256 << 20
 	// maxRecordItems caps the rows or signals of one record so that frames stay small.
 	maxRecordItems = 1 << 16

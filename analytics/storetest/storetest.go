@@ -320,11 +320,11 @@ func testSeriesBatch(t *testing.T, open func() supplyplan.DemandStore) {
 		t.Fatal(err)
 	}
 	want := map[supplyplan.DemandKey][]supplyplan.WeekValue{
-		key("S1", "L1", "WEB"):                   {wv(1, 1, 1, false), wv(2, 2, 2, false)},
-		key("S1", "L1", supplyplan.ChannelAll):   {wv(1, 11, 11, false), wv(2, 2, 2, false)},
-		key("S2", "L1", "WEB"):                   {wv(2, 6, 5, false)},
-		key("S3", "L2", ""):                      {wv(1, 4, 4, false)},
-		key("S3", "L2", "ALL"):                   {wv(1, 4, 4, false)},
+		key("S1", "L1", "WEB"):                 {wv(1, 1, 1, false), wv(2, 2, 2, false)},
+		key("S1", "L1", supplyplan.ChannelAll): {wv(1, 11, 11, false), wv(2, 2, 2, false)},
+		key("S2", "L1", "WEB"):                 {wv(2, 6, 5, false)},
+		key("S3", "L2", ""):                    {wv(1, 4, 4, false)},
+		key("S3", "L2", "ALL"):                 {wv(1, 4, 4, false)},
 	}
 	if len(got) != len(want) {
 		t.Errorf("SeriesBatch returned %d keys, want %d (keys without data are absent): %v", len(got), len(want), got)
