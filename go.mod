@@ -1,15 +1,31 @@
 module github.com/supplyplan/supplyplan
 
-go 1.26
+go 1.26.0
 
 require (
+	github.com/ClickHouse/clickhouse-go/v2 v2.50.0
+	github.com/anthdm/hollywood v1.0.5
+	github.com/valyala/fasthttp v1.65.0
+)
+
+require (
+	github.com/ClickHouse/ch-go v0.74.0 // indirect
 	github.com/DataDog/gostackparse v0.7.0 // indirect
-	github.com/andybalholm/brotli v1.2.0 // indirect
-	github.com/anthdm/hollywood v1.0.5 // indirect
-	github.com/klauspost/compress v1.18.0 // indirect
+	github.com/andybalholm/brotli v1.2.6 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-faster/city v1.0.1 // indirect
+	github.com/go-faster/errors v0.7.1 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/klauspost/compress v1.19.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
+	github.com/paulmach/orb v0.13.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.27 // indirect
+	github.com/segmentio/asm v1.2.1 // indirect
+	github.com/shopspring/decimal v1.5.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fasthttp v1.65.0 // indirect
 	github.com/zeebo/xxh3 v1.0.2 // indirect
+	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.32.0 // indirect
 )
