@@ -14,6 +14,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/actors"
+	"github.com/supplyplan/supplyplan/analytics"
 	sphttp "github.com/supplyplan/supplyplan/http"
 	"github.com/supplyplan/supplyplan/streams"
 )
@@ -27,6 +28,8 @@ type Main struct {
 	lock    *os.File
 	debug   io.Closer
 	Journal *streams.Journal
+	Demand  demandStore
+	Bus     *streams.Bus
 	System  *actors.System
 	API     *sphttp.Server
 }
@@ -59,7 +62,20 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.Journal = j
 
-	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery})
+	if cfg.ClickHouseAddr != "" {
+		m.Demand = analytics.NewClickHouseStore(analytics.ClickHouseConfig{Addr: cfg.ClickHouseAddr,
+			Database: cfg.ClickHouseDatabase, Username: cfg.ClickHouseUser, Password: cfg.ClickHousePassword, Logger: m.Log})
+	} else {
+		m.Demand = analytics.NewEmbeddedStore(analytics.EmbeddedConfig{Dir: filepath.Join(cfg.DataDir, "demand"), Logger: m.Log})
+	}
+	if err := m.Demand.Open(); err != nil {
+		return fmt.Errorf("open demand store: %w", err)
+	}
+	m.Bus = streams.NewBus()
+
+	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery,
+		Demand: m.Demand, Events: m.Bus,
+		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk, Workers: cfg.ImportWorkers}})
 	if err := m.System.Open(ctx); err != nil {
 		return err
 	}
@@ -74,8 +90,10 @@ func (m *Main) Open(ctx context.Context) error {
 	m.Log.Info("state loaded", "took", time.Since(start))
 
 	m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
+		ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
 		RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
-		sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System})
+		sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
+			Imports: m.System, Demand: m.System})
 	if err := m.API.Open(); err != nil {
 		return err
 	}
@@ -112,6 +130,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.Journal != nil {
 		step("journal", m.Journal.Close)
+	}
+	if m.Demand != nil {
+		step("demand store", m.Demand.Close)
 	}
 	if m.lock != nil {
 		_ = m.lock.Close() // releases the flock
@@ -157,4 +178,10 @@ func lockDataDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("data dir %s is in use by another supplyplan process: %w", dir, err)
 	}
 	return f, nil
+}
+
+// demandStore is a DemandStore with a lifecycle (both implementations).
+type demandStore interface {
+	supplyplan.DemandStore
+	Open() error
 }
