@@ -41,6 +41,7 @@ type Services struct {
 	Catalog     supplyplan.CatalogService
 	Imports     supplyplan.ImportService
 	Demand      supplyplan.DemandReader
+	Transfers   supplyplan.TransferService
 }
 
 // Server is the REST API.
