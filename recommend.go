@@ -274,7 +274,7 @@ func ProposeTransfers(p ProductStock, opt RecommendOptions) []Proposal {
 				StockDifferencePct: round1(diff*100) / 100, LostSalesAvoided: round1(lost), UnitMargin: margin,
 				UnitMarginSource: marginSource, TransferCostPerUnit: opt.TransferCostPerUnit, TransferCost: round1(cost),
 				MarginSaved: roundPtr(saved),
-				Formula: "estimatedROI = (lostSalesAvoided * unitMargin - quantity * transferCostPerUnit) / (quantity * transferCostPerUnit)",
+				Formula:     "estimatedROI = (lostSalesAvoided * unitMargin - quantity * transferCostPerUnit) / (quantity * transferCostPerUnit)",
 			}
 			prop.Reason = reasonText(prop)
 			out = append(out, prop)
