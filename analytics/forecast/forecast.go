@@ -252,7 +252,7 @@ func (w *workspace) forecast(s *Series, events []EventOccurrence, lifts *LiftMod
 		case lerr != nil && o.Transform == TransformLog:
 			return Result{}, lerr
 		case lerr != nil:
-		case o.Transform == TransformLog || (lbl.he > 0 && w.rawMAE(&lbl, n) < w.rawMAE(&bl, n)):
+		case o.Transform == TransformLog || (lbl.he > 0 && w.predictiveLL(&lbl, n) > w.predictiveLL(&bl, n)):
 			bl = lbl
 		}
 	}

@@ -124,21 +124,26 @@ func (bl *baseline) level(v float64) float64 {
 	return max(v, 0)
 }
 
-// rawMAE is the mean absolute error of the backtest forecasts with event multipliers against
-// the actual demand.
-func (w *workspace) rawMAE(bl *baseline, n int) float64 {
-	s, c := 0.0, 0
+// predictiveLL is the Gaussian log-likelihood of the de-lifted history's backtest targets under
+// the backtest errors of bl, per target, with the Jacobian of the log transform so that a
+// model on logs and a model on the demand itself compare on the same scale (Box-Cox style).
+func (w *workspace) predictiveLL(bl *baseline, n int) float64 {
+	ss, jac, c := 0.0, 0.0, 0
 	for o := bl.n0; o < n; o++ {
 		row := bl.path[(o-bl.n0)*bl.he:]
 		for h := 0; h < bl.he && o+h < n; h++ {
 			if t := o + h; w.ok[t] {
-				s += math.Abs(bl.level(row[h])*w.mult[t] - w.raw[t])
+				e := row[h] - bl.y[t]
+				ss += e * e
+				if bl.log {
+					jac += bl.y[t]
+				}
 				c++
 			}
 		}
 	}
-	if c == 0 {
-		return math.Inf(1)
+	if c == 0 || ss == 0 {
+		return math.Inf(-1)
 	}
-	return s / float64(c)
+	return -0.5*math.Log(ss/float64(c)) - jac/float64(c)
 }

@@ -12,6 +12,7 @@ const (
 	maxEvalHorizon = 13 // steps scored per origin by the selection backtest
 	minBacktestObs = 12 // observed weeks needed before a backtest is run
 	combineTop     = 3  // models averaged by the combination
+	combineSlack   = 1.0
 )
 
 // workspace holds the scratch buffers of one forecast; workspaces are pooled so that the
@@ -180,7 +181,7 @@ func (w *workspace) selectBaseline(l *lane, n, horizon, window int, model string
 			}
 			l.comb[j] = s / combineTop
 		}
-		if score(l.comb, y, ok, n0, he, useMSE) < l.cands[0].score {
+		if score(l.comb, y, ok, n0, he, useMSE) < combineSlack*l.cands[0].score {
 			chosen = l.cands[:combineTop]
 			bl.path = l.comb
 		}

@@ -43,6 +43,7 @@ func main() {
 	transform := flag.String("transform", forecast.TransformAuto, "engine transform: auto, none or log")
 	fill := flag.Bool("fill", true, "forward then backward fill missing training weeks (the protocol); false passes them as missing")
 	events := flag.String("events", "deal,feature,price", "events given to the engine: any of deal, feature, price, or none")
+	window := flag.Int("window", 0, "Options.Window (0: default)")
 	halfWindow := flag.Int("halfwindow", 0, "LiftOptions.HalfWindow (0: default)")
 	verbose := flag.Bool("v", false, "print per-round MAPE and learned lift summaries")
 	flag.Parse()
@@ -55,7 +56,7 @@ func main() {
 	fmt.Printf("| Method | MAPE %% | scored |\n|---|---|---|\n")
 	for _, m := range strings.Split(*methods, ",") {
 		t0 := time.Now()
-		mape, n := d.run(strings.TrimSpace(m), forecast.Options{Horizon: 3, Model: *model, Transform: *transform}, forecast.LiftOptions{HalfWindow: *halfWindow}, *fill, *events, *verbose)
+		mape, n := d.run(strings.TrimSpace(m), forecast.Options{Horizon: 3, Model: *model, Transform: *transform, Window: *window}, forecast.LiftOptions{HalfWindow: *halfWindow}, *fill, *events, *verbose)
 		name := m
 		if m == "engine" {
 			name = fmt.Sprintf("engine (model=%s, transform=%s, fill=%v, events=%s)", *model, *transform, *fill, *events)
@@ -246,9 +247,12 @@ func (d *data) engine(last int, opts forecast.Options, lo forecast.LiftOptions, 
 	res, errs := forecast.ForecastBatch(jobs, lifts, opts)
 	out := map[key][]float64{}
 	models := map[string]int{}
+	failed := 0
 	for i, k := range d.keys {
 		if errs[i] != nil {
-			fmt.Fprintln(os.Stderr, "ojbench:", k, errs[i])
+			if failed++; failed <= 3 {
+				fmt.Fprintln(os.Stderr, "ojbench:", k, errs[i])
+			}
 			out[k] = []float64{0, 0, 0}
 			continue
 		}
