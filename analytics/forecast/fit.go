@@ -38,13 +38,23 @@ func toParams(k kind, x [3]float64) params {
 // over the observed weeks (+Inf when the model cannot run on these data).
 func (w *workspace) sse(k kind, p params, y []float64, ok []bool, end int) float64 {
 	st := &w.st
-	if !st.init(k, p, y, ok, end, w.season[:]) {
+	if !w.seedOK {
 		return math.Inf(1)
+	}
+	switch k { // hand-specialised loops for the models whose fits dominate the cost
+	case kSES, kHolt, kDamped, kHWAdd:
+		return w.sseFast(k, p, y, ok, end)
+	}
+	*st = w.seed // initial states do not depend on the parameters: set once per fit
+	st.p = p
+	if st.s != nil {
+		st.s = w.season[:]
+		copy(st.s, w.seedSeason[:])
 	}
 	s := 0.0
 	for t := range end {
 		if ok[t] {
-			e := y[t] - st.forecast(1)
+			e := y[t] - st.one()
 			s += e * e
 		}
 		st.update(y[t], ok[t])
@@ -55,12 +65,79 @@ func (w *workspace) sse(k kind, p params, y []float64, ok []bool, end int) float
 	return s
 }
 
+// sseFast is sse for SES, Holt, damped Holt and additive Holt-Winters, without the per-week
+// dispatch of state.update; the recursions are those of state.update.
+func (w *workspace) sseFast(k kind, p params, y []float64, ok []bool, end int) float64 {
+	l, b, s := w.seed.l, w.seed.b, 0.0
+	a, be, phi := p.alpha, p.beta, p.phi
+	switch k {
+	case kSES:
+		for t := range end {
+			if ok[t] {
+				e := y[t] - l
+				s += e * e
+				l += a * e
+			}
+		}
+	case kHolt, kDamped:
+		if k == kHolt {
+			phi = 1
+		}
+		for t := range end {
+			f := l + phi*b
+			if ok[t] {
+				e := y[t] - f
+				s += e * e
+				ln := f + a*e
+				b = be*(ln-l) + (1-be)*phi*b
+				l = ln
+			} else {
+				l, b = f, phi*b
+			}
+		}
+	case kHWAdd:
+		sea := w.season[:]
+		copy(sea, w.seedSeason[:])
+		g := p.gamma
+		i := 0
+		for t := range end {
+			sp, f := sea[i], l+b
+			if ok[t] {
+				e := y[t] - f - sp
+				s += e * e
+				ln := a*(y[t]-sp) + (1-a)*f
+				sea[i] = g*(y[t]-f) + (1-g)*sp
+				b = be*(ln-l) + (1-be)*b
+				l = ln
+			} else {
+				l = f
+			}
+			if i++; i == SeasonLength {
+				i = 0
+			}
+		}
+	}
+	if math.IsNaN(s) {
+		return math.Inf(1)
+	}
+	return s
+}
+
+// seedFit computes the initial state of model k on y[:end] for the evaluations of one fit.
+func (w *workspace) seedFit(k kind, y []float64, ok []bool, end int) {
+	w.seedOK = w.seed.init(k, params{}, y, ok, end, w.seedSeason[:])
+	if k != kHWAdd && k != kHWMul && k != kSeasonalNaive {
+		w.seed.s = nil
+	}
+}
+
 // fit estimates the parameters of model k on y[:end] by minimising the in-sample one-step squared
 // error: golden-section search for one parameter, Nelder-Mead within the bounds for more. start,
 // when valid, warm-starts the search (used when refitting on the full history). It returns false
 // when the model cannot run on these data.
 func (w *workspace) fit(k kind, y []float64, ok []bool, end int, start *params) (params, bool) {
 	d := dims[k]
+	w.seedFit(k, y, ok, end)
 	if d == 0 {
 		if !w.st.init(k, params{}, y, ok, end, w.season[:]) {
 			return params{}, false
@@ -70,11 +147,11 @@ func (w *workspace) fit(k kind, y []float64, ok []bool, end int, start *params) 
 	b := bounds[k]
 	if d == 1 {
 		lo, hi := b[0][0], b[0][1]
-		evals := 16
+		evals := 12
 		if start != nil { // narrow the bracket around the previous optimum
 			c := start.alpha
 			lo, hi = math.Max(lo, c-0.15), math.Min(hi, c+0.15)
-			evals = 10
+			evals = 8
 		}
 		x, f := w.golden(k, y, ok, end, lo, hi, evals)
 		if math.IsInf(f, 1) {
@@ -100,9 +177,9 @@ func (w *workspace) fit(k kind, y []float64, ok []bool, end int, start *params) 
 			x0[2] = 0.95
 		}
 	}
-	maxEval := 30 + 15*d
+	maxEval := 18 + 10*d
 	if start != nil {
-		maxEval = 10 + 8*d
+		maxEval = 8 + 5*d
 	}
 	x, f := w.nelderMead(k, y, ok, end, x0, d, maxEval, start != nil)
 	if math.IsInf(f, 1) {

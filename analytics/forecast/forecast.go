@@ -141,10 +141,10 @@ type Result struct {
 	// Transform is "log" when the model ran on the logarithm of demand (its forecast is then a
 	// median), else "none".
 	Transform string         `json:"transform"`
-	Class    Classification `json:"classification"`
-	Interval float64        `json:"interval"`
-	Periods  []Period       `json:"periods"`
-	Accuracy Accuracy       `json:"accuracy"`
+	Class     Classification `json:"classification"`
+	Interval  float64        `json:"interval"`
+	Periods   []Period       `json:"periods"`
+	Accuracy  Accuracy       `json:"accuracy"`
 	// ErrorCorrelation is the average correlation between the backtest errors of different
 	// steps of one forecast (0..1); Aggregate uses it to widen intervals of sums honestly.
 	ErrorCorrelation float64 `json:"errorCorrelation"`

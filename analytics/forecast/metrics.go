@@ -25,7 +25,7 @@ type Accuracy struct {
 // accum accumulates accuracy sums.
 type accum struct {
 	absErr, err, absAct, ape, sape float64
-	n, nape, nsape                  int
+	n, nape, nsape                 int
 }
 
 func (a *accum) add(f, y float64) {

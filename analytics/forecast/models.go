@@ -277,6 +277,26 @@ func (st *state) forecast(h int) float64 {
 	return 0
 }
 
+// one is forecast(1) without the general case's powers.
+func (st *state) one() float64 {
+	p := &st.p
+	switch st.k {
+	case kSES:
+		return st.l
+	case kHolt:
+		return st.l + st.b
+	case kDamped:
+		return st.l + p.phi*st.b
+	case kHWAdd:
+		return st.l + st.b + st.s[slot(st.t)]
+	case kHWMul:
+		return (st.l + st.b) * st.s[slot(st.t)]
+	case kTheta:
+		return st.l + st.thetaDrift()/2*(1-st.pw)/p.alpha
+	}
+	return st.forecast(1)
+}
+
 // dampSum is phi + phi^2 + ... + phi^h.
 func dampSum(phi float64, h int) float64 {
 	if phi == 1 {

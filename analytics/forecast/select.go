@@ -12,7 +12,6 @@ const (
 	maxEvalHorizon = 13 // steps scored per origin by the selection backtest
 	minBacktestObs = 12 // observed weeks needed before a backtest is run
 	combineTop     = 3  // models averaged by the combination
-	combineSlack   = 1.0
 )
 
 // workspace holds the scratch buffers of one forecast; workspaces are pooled so that the
@@ -20,6 +19,10 @@ const (
 type workspace struct {
 	st     state
 	season [SeasonLength]float64
+	// seed is the initial state of the model being fitted (seedSeason its season slots).
+	seed       state
+	seedSeason [SeasonLength]float64
+	seedOK     bool
 	ok     []bool    // observed weeks
 	raw    []float64 // observed history
 	mult   []float64 // event multiplier of each history and future week
@@ -181,7 +184,7 @@ func (w *workspace) selectBaseline(l *lane, n, horizon, window int, model string
 			}
 			l.comb[j] = s / combineTop
 		}
-		if score(l.comb, y, ok, n0, he, useMSE) < combineSlack*l.cands[0].score {
+		if score(l.comb, y, ok, n0, he, useMSE) < l.cands[0].score {
 			chosen = l.cands[:combineTop]
 			bl.path = l.comb
 		}
