@@ -65,7 +65,7 @@ func FromWeekValues(key SeriesKey, weeks []supplyplan.WeekValue) Series {
 }
 
 // Options control one forecast. The zero value forecasts 13 weeks with 80% intervals, automatic
-// model selection and a 26-week backtest.
+// model selection and a 52-week backtest.
 type Options struct {
 	// Horizon is the number of weeks to forecast after the history (default 13, at most 520).
 	Horizon int
@@ -78,7 +78,7 @@ type Options struct {
 	// observed week is positive), "none" or "log".
 	Transform string
 	// Window is the number of most recent weeks scored by the rolling-origin backtest that
-	// selects the model and measures accuracy (default 26; at most a third of the history).
+	// selects the model and measures accuracy (default 52; at most a third of the history).
 	Window int
 }
 
@@ -94,7 +94,7 @@ const (
 	DefaultHorizon  = 13
 	MaxHorizon      = 520
 	DefaultInterval = 0.8
-	DefaultWindow   = 26
+	DefaultWindow   = 52
 )
 
 // Validate checks the options and fills the defaults.

@@ -237,7 +237,8 @@ type lseries struct {
 	a, c   []float64 // precision-weighted XᵀX and Xᵀr
 	hasEv  []float64 // weighted event weeks per class
 	z, b   []float64
-	groupP int // index into product groups, -1 none
+	sigma  float64 // residual scale of the previous pass (0: none yet)
+	groupP int     // index into product groups, -1 none
 	groupL int
 }
 
@@ -469,15 +470,24 @@ func (ls *lseries) accumulate(org []float64, hw, k int) {
 		fit := 0.0
 		for p := range nx {
 			fit += xs[p] * ls.theta[cs[p]]
-			ls.c[cs[p]] += xs[p] * r
+		}
+		// Huber weight: weeks far off the current fit (stockouts not flagged, data errors)
+		// count less.
+		wt := 1.0
+		if d := math.Abs(r - fit); ls.sigma > 0 && d > huberK*ls.sigma {
+			wt = huberK * ls.sigma / d
+		}
+		for p := range nx {
+			ls.c[cs[p]] += wt * xs[p] * r
 			for q := range nx {
-				ls.a[cs[p]*k+cs[q]] += xs[p] * xs[q]
+				ls.a[cs[p]*k+cs[q]] += wt * xs[p] * xs[q]
 			}
 		}
 		ssr += (r - fit) * (r - fit)
 		nr++
 	}
 	sigma2 := max(ssr/max(nr-1, 1), 1e-3)
+	ls.sigma = math.Sqrt(sigma2)
 	for i := range ls.a {
 		ls.a[i] /= sigma2
 	}
@@ -485,6 +495,9 @@ func (ls *lseries) accumulate(org []float64, hw, k int) {
 		ls.c[i] /= sigma2
 	}
 }
+
+// huberK is the Huber threshold in residual standard deviations.
+const huberK = 1.5
 
 // solve runs the hierarchical regression: organization, products, locations, series.
 func (m *LiftModel) solve(all []*lseries, prods, locs []string, k int) {

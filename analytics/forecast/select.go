@@ -23,14 +23,14 @@ type workspace struct {
 	seed       state
 	seedSeason [SeasonLength]float64
 	seedOK     bool
-	ok     []bool    // observed weeks
-	raw    []float64 // observed history
-	mult   []float64 // event multiplier of each history and future week
-	stacks []stack
-	lanes  [2]lane // de-lifted history as is, and in logs
-	tmp    []float64
-	errs   []float64
-	res    []resolved
+	ok         []bool    // observed weeks
+	raw        []float64 // observed history
+	mult       []float64 // event multiplier of each history and future week
+	stacks     []stack
+	lanes      [2]lane // de-lifted history as is, and in logs
+	tmp        []float64
+	errs       []float64
+	res        []resolved
 }
 
 // lane holds one transform of the de-lifted history and the buffers of its model selection.
@@ -184,7 +184,7 @@ func (w *workspace) selectBaseline(l *lane, n, horizon, window int, model string
 			}
 			l.comb[j] = s / combineTop
 		}
-		if score(l.comb, y, ok, n0, he, useMSE) < l.cands[0].score {
+		if !clearlyBetter(l.cands[0].path, l.comb, y, ok, n0, he, useMSE) {
 			chosen = l.cands[:combineTop]
 			bl.path = l.comb
 		}
@@ -312,4 +312,38 @@ func score(path, y []float64, ok []bool, n0, he int, mse bool) float64 {
 		return math.Inf(1)
 	}
 	return s / float64(c)
+}
+
+// clearlyBetter reports whether path a beats path b by more than one standard error of the mean
+// paired loss difference over the backtest (the one-standard-error rule): the combination is
+// kept unless the best single model is clearly better, because selecting among close models on
+// a short backtest mostly selects noise.
+func clearlyBetter(a, b, y []float64, ok []bool, n0, he int, mse bool) bool {
+	n := len(y)
+	var s, ss float64
+	c := 0
+	for o := n0; o < n; o++ {
+		ra, rb := a[(o-n0)*he:], b[(o-n0)*he:]
+		for h := 0; h < he && o+h < n; h++ {
+			if !ok[o+h] {
+				continue
+			}
+			ea, eb := ra[h]-y[o+h], rb[h]-y[o+h]
+			var d float64
+			if mse {
+				d = eb*eb - ea*ea
+			} else {
+				d = math.Abs(eb) - math.Abs(ea)
+			}
+			s += d
+			ss += d * d
+			c++
+		}
+	}
+	if c < 2 {
+		return false
+	}
+	m := s / float64(c)
+	se := math.Sqrt(max(ss/float64(c)-m*m, 0) / float64(c))
+	return m > se
 }

@@ -163,6 +163,25 @@ func (d *data) history(k key, last int, fill bool) []float64 {
 func (d *data) run(method string, opts forecast.Options, lo forecast.LiftOptions, fill bool, events string, verbose bool) (float64, int) {
 	var sum float64
 	var n int
+	diag := map[string][][2]float64{}
+	defer func() {
+		for g, v := range diag {
+			var m, b, big float64
+			apes := make([]float64, 0, len(v))
+			for _, x := range v {
+				m += x[0]
+				b += x[1]
+				apes = append(apes, x[0])
+				if x[0] > 1 {
+					big += x[0]
+				}
+			}
+			slices.Sort(apes)
+			q := func(p float64) float64 { return 100 * apes[int(p*float64(len(apes)-1))] }
+			fmt.Fprintf(os.Stderr, "%s %s: n %d MAPE %.2f mean log(F/A) %.3f APE p50 %.1f p90 %.1f p99 %.1f, share of MAPE from APE>100%%: %.2f\n",
+				method, g, len(v), 100*m/float64(len(v)), b/float64(len(v)), q(0.5), q(0.9), q(0.99), big/m)
+		}
+	}()
 	for r := 1; r <= 12; r++ {
 		last := 135 + 2*(r-1)
 		scored := []int{last + 2, last + 3}
@@ -175,7 +194,7 @@ func (d *data) run(method string, opts forecast.Options, lo forecast.LiftOptions
 				fc[k] = benchmark(method, d.history(k, last, true))
 			}
 		}
-		var rs float64
+		var rs, rb float64
 		var rn int
 		for _, k := range d.keys {
 			for _, wk := range scored {
@@ -185,12 +204,28 @@ func (d *data) run(method string, opts forecast.Options, lo forecast.LiftOptions
 				}
 				f := math.Round(fc[k][wk-last-1])
 				e := math.Abs(f-a.units) / a.units
+				if verbose {
+					g := "plain"
+					switch {
+					case a.deal > 0 && a.feat > 0:
+						g = "promo-both"
+					case a.deal > 0:
+						g = "promo-deal"
+					case a.feat > 0:
+						g = "promo-feat"
+					}
+					if pr, ok := d.series[k][last]; ok && a.price < pr.price*0.9 && g == "plain" {
+						g = "plain-pricecut"
+					}
+					diag[g] = append(diag[g], [2]float64{e, math.Log(max(f, 1) / a.units)})
+				}
 				sum, rs = sum+e, rs+e
+				rb += math.Log(max(f, 1) / a.units)
 				n, rn = n+1, rn+1
 			}
 		}
 		if verbose {
-			fmt.Fprintf(os.Stderr, "%s round %d: MAPE %.2f over %d\n", method, r, 100*rs/float64(rn), rn)
+			fmt.Fprintf(os.Stderr, "%s round %d: MAPE %.2f over %d, mean log(F/A) %.3f\n", method, r, 100*rs/float64(rn), rn, rb/float64(rn))
 		}
 	}
 	return 100 * sum / float64(n), n
