@@ -56,7 +56,14 @@ func main() {
 	fmt.Printf("| Method | MAPE %% | scored |\n|---|---|---|\n")
 	for _, m := range strings.Split(*methods, ",") {
 		t0 := time.Now()
-		mape, n := d.run(strings.TrimSpace(m), forecast.Options{Horizon: 3, Model: *model, Transform: *transform, Window: *window}, forecast.LiftOptions{HalfWindow: *halfWindow}, *fill, *events, *verbose)
+		cfg := engineConfig{
+			opts:    forecast.Options{Horizon: 3, Model: *model, Transform: *transform, Window: *window},
+			lifts:   forecast.LiftOptions{HalfWindow: *halfWindow},
+			fill:    *fill,
+			events:  *events,
+			verbose: *verbose,
+		}
+		mape, n := d.run(strings.TrimSpace(m), cfg, *verbose)
 		name := m
 		if m == "engine" {
 			name = fmt.Sprintf("engine (model=%s, transform=%s, fill=%v, events=%s)", *model, *transform, *fill, *events)
@@ -160,7 +167,18 @@ func (d *data) history(k key, last int, fill bool) []float64 {
 	return v
 }
 
-func (d *data) run(method string, opts forecast.Options, lo forecast.LiftOptions, fill bool, events string, verbose bool) (float64, int) {
+// engineConfig is how the engine runs on the benchmark.
+type engineConfig struct {
+	opts    forecast.Options
+	lifts   forecast.LiftOptions
+	fill    bool   // protocol fill of missing training weeks (else passed as missing)
+	events  string // which events to build: deal, feature, price
+	verbose bool
+}
+
+// run scores one method over the 12 rounds and returns the MAPE in percent and the number of
+// scored rows. verbose prints per-round figures and a breakdown by promotion status.
+func (d *data) run(method string, cfg engineConfig, verbose bool) (float64, int) {
 	var sum float64
 	var n int
 	diag := map[string][][2]float64{}
@@ -187,7 +205,7 @@ func (d *data) run(method string, opts forecast.Options, lo forecast.LiftOptions
 		scored := []int{last + 2, last + 3}
 		var fc map[key][]float64 // forecasts of weeks last+1..last+3
 		if method == "engine" {
-			fc = d.engine(last, opts, lo, fill, events, verbose)
+			fc = d.engine(last, cfg)
 		} else {
 			fc = map[key][]float64{}
 			for _, k := range d.keys {
@@ -256,7 +274,7 @@ func benchmark(method string, v []float64) []float64 {
 
 // engine learns lifts across all series on the training weeks and forecasts three weeks of
 // every series with its planned events.
-func (d *data) engine(last int, opts forecast.Options, lo forecast.LiftOptions, fill bool, events string, verbose bool) map[key][]float64 {
+func (d *data) engine(last int, cfg engineConfig) map[key][]float64 {
 	var hist []forecast.SeriesHistory
 	var jobs []forecast.Job
 	for _, k := range d.keys {
@@ -265,21 +283,21 @@ func (d *data) engine(last int, opts forecast.Options, lo forecast.LiftOptions, 
 			ProductID:  fmt.Sprintf("brand%d", k.brand),
 			LocationID: fmt.Sprintf("store%d", k.store),
 			Start:      d.monday[firstWeek],
-			Values:     d.history(k, last, fill),
+			Values:     d.history(k, last, cfg.fill),
 		}
-		past := d.events(k, last, last, events)
-		all := d.events(k, last, last+3, events)
+		past := d.events(k, last, last, cfg.events)
+		all := d.events(k, last, last+3, cfg.events)
 		hist = append(hist, forecast.SeriesHistory{Series: s, Events: past})
 		jobs = append(jobs, forecast.Job{Series: s, Events: all})
 	}
-	lifts := forecast.LearnLifts(hist, lo)
-	if verbose && last == 135 {
+	lifts := forecast.LearnLifts(hist, cfg.lifts)
+	if cfg.verbose && last == 135 {
 		for _, c := range lifts.Summary() {
 			fmt.Fprintf(os.Stderr, "  %-32s %7.3f  weeks %6.0f  spread product %.3f location %.3f series %.3f\n",
 				c.Class, c.Value, c.EventWeeks, c.SpreadProduct, c.SpreadLocation, c.SpreadSeries)
 		}
 	}
-	res, errs := forecast.ForecastBatch(jobs, lifts, opts)
+	res, errs := forecast.ForecastBatch(jobs, lifts, cfg.opts)
 	out := map[key][]float64{}
 	models := map[string]int{}
 	failed := 0
@@ -298,7 +316,7 @@ func (d *data) engine(last int, opts forecast.Options, lo forecast.LiftOptions, 
 		}
 		out[k] = v
 	}
-	if verbose && last == 135 {
+	if cfg.verbose && last == 135 {
 		names := make([]string, 0, len(models))
 		for m := range models {
 			names = append(names, m)
