@@ -53,7 +53,7 @@ func Aggregate(r Result, grain string) ([]Bucket, error) {
 	z := math.Sqrt2 * math.Erfinv(level)
 	rho := min(max(r.ErrorCorrelation, 0), 1)
 	type acc struct {
-		b                       Bucket
+		b                    Bucket
 		sUp, sLo, sUp2, sLo2 float64
 	}
 	var accs []*acc
