@@ -77,6 +77,10 @@ type Options struct {
 	// Transform is "auto" (default: the log transform competes in the backtest when every
 	// observed week is positive), "none" or "log".
 	Transform string
+	// Point is the statistic of the predictive distribution reported as the forecast: "median"
+	// (default: what MAE, MASE and WAPE reward), "mean" (what totals and MSE reward) or "mape"
+	// (the point that minimises the expected absolute percentage error; lower than the median).
+	Point string
 	// Window is the number of most recent weeks scored by the rolling-origin backtest that
 	// selects the model and measures accuracy (default 52; at most a third of the history).
 	Window int
@@ -87,6 +91,13 @@ const (
 	TransformAuto = "auto"
 	TransformNone = "none"
 	TransformLog  = "log"
+)
+
+// Point statistics of Options.Point.
+const (
+	PointMedian = "median"
+	PointMean   = "mean"
+	PointMAPE   = "mape"
 )
 
 // Defaults and limits of Options.
@@ -124,6 +135,13 @@ func (o *Options) Validate() error {
 	case TransformAuto, TransformNone, TransformLog:
 	default:
 		fe.Add("transform", "must be auto, none or log")
+	}
+	switch o.Point {
+	case "":
+		o.Point = PointMedian
+	case PointMedian, PointMean, PointMAPE:
+	default:
+		fe.Add("point", "must be median, mean or mape")
 	}
 	if o.Window == 0 {
 		o.Window = DefaultWindow
@@ -262,13 +280,13 @@ func (w *workspace) forecast(s *Series, events []EventOccurrence, lifts *LiftMod
 	}
 	iv := w.intervals(&bl, n, H, o.Interval)
 	r.ErrorCorrelation = iv.corr
-	r.Accuracy = w.accuracy(&bl, n)
+	r.Accuracy = w.accuracy(&bl, n, &iv, o.Point)
 	r.Periods = make([]Period, H)
 	for h := range H {
 		t := n + h
 		m := w.mult[t]
 		f := bl.future[h]
-		base, lo, hi := bl.level(f), bl.level(f+iv.lo*iv.sigma[h]), bl.level(f+iv.hi*iv.sigma[h])
+		base, lo, hi := bl.point(f, iv.spread[h], o.Point), bl.level(f+iv.lo*iv.sigma[h]), bl.level(f+iv.hi*iv.sigma[h])
 		p := Period{WeekStart: start.Add(weekDur(t)), Baseline: base, Quantity: base * m,
 			Lower: min(lo*m, base*m), Upper: max(hi*m, base*m), Multiplier: m}
 		p.Events = applied(events, res, lifts, key, p.WeekStart)

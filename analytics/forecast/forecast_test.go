@@ -593,3 +593,39 @@ func TestFromWeekValues(t *testing.T) {
 		t.Error("absent and stockout weeks must be missing")
 	}
 }
+
+// TestPointStatistics checks the order of the point forecasts on a skewed (log-normal) series
+// and that each one wins the backtest metric it is meant for.
+func TestPointStatistics(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 31))
+	y := make([]float64, 130)
+	for i := range y {
+		y[i] = math.Round(200 * math.Exp(0.5*rng.NormFloat64()))
+	}
+	s := Series{Start: monday, Values: y}
+	got := map[string]Result{}
+	for _, p := range []string{PointMedian, PointMean, PointMAPE} {
+		r, err := Forecast(s, nil, nil, Options{Point: p, Transform: TransformLog, Model: ModelSES})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[p] = r
+	}
+	q := func(p string) float64 { return got[p].Periods[0].Quantity }
+	if !(q(PointMAPE) < q(PointMedian) && q(PointMedian) < q(PointMean)) {
+		t.Errorf("points mape %v, median %v, mean %v: want mape < median < mean", q(PointMAPE), q(PointMedian), q(PointMean))
+	}
+	if a, b := *got[PointMAPE].Accuracy.MAPE, *got[PointMedian].Accuracy.MAPE; a >= b {
+		t.Errorf("backtest MAPE with point=mape %v, with median %v: want lower", a, b)
+	}
+	if a, b := *got[PointMedian].Accuracy.WAPE, *got[PointMAPE].Accuracy.WAPE; a >= b {
+		t.Errorf("backtest WAPE with median %v, with point=mape %v: want lower", a, b)
+	}
+	// The interval does not depend on the point statistic.
+	if got[PointMAPE].Periods[0].Upper != got[PointMean].Periods[0].Upper {
+		t.Error("intervals changed with the point statistic")
+	}
+	if _, err := Forecast(s, nil, nil, Options{Point: "mode"}); err == nil {
+		t.Error("unknown point must fail")
+	}
+}

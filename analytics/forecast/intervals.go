@@ -10,6 +10,7 @@ import (
 type intervalSet struct {
 	lo, hi float64
 	sigma  []float64
+	spread []float64 // estimated error standard deviation of each step (no small-sample widening)
 	corr   float64
 }
 
@@ -25,10 +26,11 @@ const minEmpirical = 40
 // origin. Without a backtest, sigma is the spread of the history.
 func (w *workspace) intervals(bl *baseline, n, H int, level float64) intervalSet {
 	z := math.Sqrt2 * math.Erfinv(level)
-	iv := intervalSet{lo: -z, hi: z, sigma: make([]float64, H)}
+	iv := intervalSet{lo: -z, hi: z, sigma: make([]float64, H), spread: make([]float64, max(H, bl.he))}
 	if bl.he == 0 {
 		for h := range H {
 			iv.sigma[h] = bl.fallback * math.Sqrt(1+float64(h)/float64(n))
+			iv.spread[h] = iv.sigma[h]
 		}
 		iv.corr = 1
 		return iv
@@ -99,11 +101,16 @@ func (w *workspace) intervals(bl *baseline, n, H int, level float64) intervalSet
 		hh := min(h, he-1)
 		nu := max(float64(cnt[hh])/float64(hh+1)-1, 1)
 		s := sig[hh] * studentT(p, nu) / z
+		iv.spread[h] = sig[hh]
 		if h >= he {
 			s *= math.Sqrt(float64(h+1) / float64(he))
+			iv.spread[h] *= math.Sqrt(float64(h+1) / float64(he))
 		}
 		iv.sigma[h] = max(s, prev)
 		prev = iv.sigma[h]
+	}
+	for h := H; h < he; h++ {
+		iv.spread[h] = sig[h]
 	}
 	return iv
 }

@@ -99,7 +99,7 @@ func Score(forecasts, actuals, history []float64) Accuracy {
 
 // accuracy scores the chosen model's backtest forecasts, with event multipliers, against the
 // actual demand of the observed weeks of the window: every (origin, step) pair of the backtest.
-func (w *workspace) accuracy(bl *baseline, n int) Accuracy {
+func (w *workspace) accuracy(bl *baseline, n int, iv *intervalSet, point string) Accuracy {
 	if bl.he == 0 {
 		return Accuracy{}
 	}
@@ -109,11 +109,33 @@ func (w *workspace) accuracy(bl *baseline, n int) Accuracy {
 		for h := 0; h < bl.he && o+h < n; h++ {
 			t := o + h
 			if w.ok[t] {
-				a.add(bl.level(row[h])*w.mult[t], w.raw[t])
+				a.add(bl.point(row[h], iv.spread[h], point)*w.mult[t], w.raw[t])
 			}
 		}
 	}
 	return a.result(naiveScale(w.raw, w.ok, bl.n0), n-bl.n0)
+}
+
+// point maps a model value f, whose forecast error has standard deviation s, to the point
+// forecast asked for: the median (default), the mean, or the MAPE-optimal point (the median of
+// the predictive distribution reweighted by 1/demand, Gneiting 2011). Under the log transform
+// the predictive distribution is taken as log-normal: exp(f), exp(f + s²/2), exp(f - s²). On
+// the demand scale it is taken as normal: f, f, and f - s²/f to first order, floored at zero.
+func (bl *baseline) point(f, s float64, point string) float64 {
+	switch point {
+	case PointMean:
+		if bl.log {
+			return math.Exp(f + s*s/2)
+		}
+	case PointMAPE:
+		if bl.log {
+			return math.Exp(f - s*s)
+		}
+		if f > 0 {
+			return max(f-s*s/f, 0)
+		}
+	}
+	return bl.level(f)
 }
 
 // level maps a model value back to demand: exp under the log transform, floored at zero.

@@ -43,6 +43,7 @@ func main() {
 	transform := flag.String("transform", forecast.TransformAuto, "engine transform: auto, none or log")
 	fill := flag.Bool("fill", true, "forward then backward fill missing training weeks (the protocol); false passes them as missing")
 	events := flag.String("events", "deal,feature,price", "events given to the engine: any of deal, feature, price, or none")
+	point := flag.String("point", forecast.PointMedian, "engine point forecast: median, mean or mape")
 	window := flag.Int("window", 0, "Options.Window (0: default)")
 	halfWindow := flag.Int("halfwindow", 0, "LiftOptions.HalfWindow (0: default)")
 	verbose := flag.Bool("v", false, "print per-round MAPE and learned lift summaries")
@@ -57,7 +58,7 @@ func main() {
 	for _, m := range strings.Split(*methods, ",") {
 		t0 := time.Now()
 		cfg := engineConfig{
-			opts:    forecast.Options{Horizon: 3, Model: *model, Transform: *transform, Window: *window},
+			opts:    forecast.Options{Horizon: 3, Model: *model, Transform: *transform, Window: *window, Point: *point},
 			lifts:   forecast.LiftOptions{HalfWindow: *halfWindow},
 			fill:    *fill,
 			events:  *events,
@@ -66,7 +67,7 @@ func main() {
 		mape, n := d.run(strings.TrimSpace(m), cfg, *verbose)
 		name := m
 		if m == "engine" {
-			name = fmt.Sprintf("engine (model=%s, transform=%s, fill=%v, events=%s)", *model, *transform, *fill, *events)
+			name = fmt.Sprintf("engine (model=%s, transform=%s, point=%s, fill=%v, events=%s)", *model, *transform, *point, *fill, *events)
 		}
 		fmt.Printf("| %s | %.2f | %d |\n", name, mape, n)
 		if *verbose {
