@@ -42,7 +42,7 @@ func (w *workspace) sse(k kind, p params, y []float64, ok []bool, end int) float
 		return math.Inf(1)
 	}
 	switch k { // hand-specialised loops for the models whose fits dominate the cost
-	case kSES, kHolt, kDamped, kHWAdd:
+	case kSES, kHolt, kDamped, kHWAdd, kHWMul, kTheta:
 		return w.sseFast(k, p, y, ok, end)
 	}
 	*st = w.seed // initial states do not depend on the parameters: set once per fit
@@ -95,6 +95,42 @@ func (w *workspace) sseFast(k kind, p params, y []float64, ok []bool, end int) f
 				l, b = f, phi*b
 			}
 		}
+	case kTheta:
+		pw := 1.0
+		for t := range end {
+			if ok[t] {
+				e := y[t] - (l + w.drift[t]/2*(1-pw)/a)
+				s += e * e
+				l += a * (y[t] - l)
+			}
+			pw *= 1 - a
+		}
+	case kHWMul:
+		sea := w.season[:]
+		copy(sea, w.seedSeason[:])
+		g := p.gamma
+		i := 0
+		for t := range end {
+			sp, f := sea[i], l+b
+			switch {
+			case ok[t] && sp > 0 && f > 0:
+				e := y[t] - f*sp
+				s += e * e
+				ln := a*(y[t]/sp) + (1-a)*f
+				sea[i] = g*(y[t]/f) + (1-g)*sp
+				b = be*(ln-l) + (1-be)*b
+				l = ln
+			case ok[t]:
+				e := y[t] - f*sp
+				s += e * e
+				l = f
+			default:
+				l = f
+			}
+			if i++; i == SeasonLength {
+				i = 0
+			}
+		}
 	case kHWAdd:
 		sea := w.season[:]
 		copy(sea, w.seedSeason[:])
@@ -126,6 +162,15 @@ func (w *workspace) sseFast(k kind, p params, y []float64, ok []bool, end int) f
 // seedFit computes the initial state of model k on y[:end] for the evaluations of one fit.
 func (w *workspace) seedFit(k kind, y []float64, ok []bool, end int) {
 	w.seedOK = w.seed.init(k, params{}, y, ok, end, w.seedSeason[:])
+	if k == kTheta { // Theta's drift does not depend on alpha: the slope before each week
+		w.drift = grow(w.drift, end)
+		var st state
+		st.k, st.p.alpha = kTheta, 0.5
+		for t := range end {
+			w.drift[t] = st.thetaDrift()
+			st.update(y[t], ok[t])
+		}
+	}
 	if k != kHWAdd && k != kHWMul && k != kSeasonalNaive {
 		w.seed.s = nil
 	}

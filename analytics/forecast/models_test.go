@@ -298,3 +298,39 @@ func TestScoreByHand(t *testing.T) {
 		t.Errorf("undefined metrics must be nil: %+v", z)
 	}
 }
+
+// TestFastFitLoopsMatchRecursions checks the hand-specialised SSE loops used while fitting
+// against the general state recursion, with missing weeks.
+func TestFastFitLoopsMatchRecursions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	y := make([]float64, 2*SeasonLength+30)
+	for i := range y {
+		y[i] = 50 + 0.2*float64(i) + 10*math.Sin(2*math.Pi*float64(i)/SeasonLength) + 3*rng.NormFloat64()
+		if i%17 == 5 {
+			y[i] = math.NaN()
+		}
+	}
+	ok := allOK(y)
+	p := params{alpha: 0.35, beta: 0.1, gamma: 0.2, phi: 0.9}
+	for _, k := range []kind{kSES, kHolt, kDamped, kHWAdd, kHWMul, kTheta} {
+		w := new(workspace)
+		w.seedFit(k, y, ok, len(y))
+		got := w.sse(k, p, y, ok, len(y))
+		var st state
+		var season [SeasonLength]float64
+		if !st.init(k, p, y, ok, len(y), season[:]) {
+			t.Fatalf("%s: init", k)
+		}
+		want := 0.0
+		for i := range y {
+			if ok[i] {
+				e := y[i] - st.forecast(1)
+				want += e * e
+			}
+			st.update(y[i], ok[i])
+		}
+		if !near(got, want, 1e-9) {
+			t.Errorf("%s: fast SSE %v, recursion %v", k, got, want)
+		}
+	}
+}

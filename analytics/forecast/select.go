@@ -23,6 +23,7 @@ type workspace struct {
 	seed       state
 	seedSeason [SeasonLength]float64
 	seedOK     bool
+	drift      []float64 // Theta: regression slope before each week
 	ok         []bool    // observed weeks
 	raw        []float64 // observed history
 	mult       []float64 // event multiplier of each history and future week
