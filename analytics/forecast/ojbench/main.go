@@ -43,6 +43,7 @@ func main() {
 	transform := flag.String("transform", forecast.TransformAuto, "engine transform: auto, none or log")
 	fill := flag.Bool("fill", true, "forward then backward fill missing training weeks (the protocol); false passes them as missing")
 	events := flag.String("events", "deal,feature,price", "events given to the engine: any of deal, feature, price, or none")
+	pool := flag.Bool("pool", true, "learn lifts across all series (false: each series learns from its own history only)")
 	point := flag.String("point", forecast.PointMedian, "engine point forecast: median, mean or mape")
 	window := flag.Int("window", 0, "Options.Window (0: default)")
 	halfWindow := flag.Int("halfwindow", 0, "LiftOptions.HalfWindow (0: default)")
@@ -61,13 +62,14 @@ func main() {
 			opts:    forecast.Options{Horizon: 3, Model: *model, Transform: *transform, Window: *window, Point: *point},
 			lifts:   forecast.LiftOptions{HalfWindow: *halfWindow},
 			fill:    *fill,
+			pool:    *pool,
 			events:  *events,
 			verbose: *verbose,
 		}
 		mape, n := d.run(strings.TrimSpace(m), cfg, *verbose)
 		name := m
 		if m == "engine" {
-			name = fmt.Sprintf("engine (model=%s, transform=%s, point=%s, fill=%v, events=%s)", *model, *transform, *point, *fill, *events)
+			name = fmt.Sprintf("engine (model=%s, transform=%s, point=%s, fill=%v, events=%s, pool=%v)", *model, *transform, *point, *fill, *events, *pool)
 		}
 		fmt.Printf("| %s | %.2f | %d |\n", name, mape, n)
 		if *verbose {
@@ -173,6 +175,7 @@ type engineConfig struct {
 	opts    forecast.Options
 	lifts   forecast.LiftOptions
 	fill    bool   // protocol fill of missing training weeks (else passed as missing)
+	pool    bool   // one lift model for all series (else each series learns alone)
 	events  string // which events to build: deal, feature, price
 	verbose bool
 }
@@ -297,6 +300,9 @@ func (d *data) engine(last int, cfg engineConfig) map[key][]float64 {
 			fmt.Fprintf(os.Stderr, "  %-32s %7.3f  weeks %6.0f  spread product %.3f location %.3f series %.3f\n",
 				c.Class, c.Value, c.EventWeeks, c.SpreadProduct, c.SpreadLocation, c.SpreadSeries)
 		}
+	}
+	if !cfg.pool {
+		lifts = nil // Forecast learns from the series' own history
 	}
 	res, errs := forecast.ForecastBatch(jobs, lifts, cfg.opts)
 	out := map[key][]float64{}
