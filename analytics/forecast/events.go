@@ -133,7 +133,8 @@ func (s *stack) value() float64 { return max((1+s.add)*s.mul, minMultiplier) }
 type resolved struct {
 	lift    float64
 	learned bool
-	active  bool // false: no lift known or learnable (e.g. a PRICE_CHANGE without values)
+	active  bool   // false: no lift given and no lift model to learn it from
+	level   string // LiftEstimate.Level of a learned lift
 }
 
 // resolve returns the full-week lift of each event for the series.
@@ -146,9 +147,8 @@ func resolve(events []EventOccurrence, lm *LiftModel, key SeriesKey, dst []resol
 		case e.LiftPct != nil:
 			r = resolved{lift: *e.LiftPct, active: true}
 		case lm != nil:
-			if est, ok := lm.Estimate(e, key); ok {
-				r = resolved{lift: est.LiftPct, learned: true, active: true}
-			}
+			est := lm.Estimate(e, key)
+			r = resolved{lift: est.LiftPct, learned: true, active: true, level: est.Level}
 		}
 		dst = append(dst, r)
 	}

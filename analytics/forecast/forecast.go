@@ -236,7 +236,8 @@ func (w *workspace) forecast(s *Series, events []EventOccurrence, lifts *LiftMod
 		lifts = LearnLifts([]SeriesHistory{{Series: sub, Events: events}}, LiftOptions{})
 	}
 	key := s.key()
-	res := resolve(events, lifts, key, nil)
+	res := resolve(events, lifts, key, w.res[:0])
+	w.res = res
 	w.mult = grow(w.mult, n+H)
 	w.stacks = grow(w.stacks, n+H)
 	multipliers(start, n+H, events, res, w.mult, w.stacks)
@@ -289,7 +290,7 @@ func (w *workspace) forecast(s *Series, events []EventOccurrence, lifts *LiftMod
 		base, lo, hi := bl.point(f, iv.spread[h], o.Point), bl.level(f+iv.lo*iv.sigma[h]), bl.level(f+iv.hi*iv.sigma[h])
 		p := Period{WeekStart: start.Add(weekDur(t)), Baseline: base, Quantity: base * m,
 			Lower: min(lo*m, base*m), Upper: max(hi*m, base*m), Multiplier: m}
-		p.Events = applied(events, res, lifts, key, p.WeekStart)
+		p.Events = applied(events, res, p.WeekStart)
 		r.Periods[h] = p
 	}
 	return r, nil
@@ -305,7 +306,7 @@ func hasUnknownLift(events []EventOccurrence) bool {
 }
 
 // applied lists the events active in the week starting ws.
-func applied(events []EventOccurrence, res []resolved, lifts *LiftModel, key SeriesKey, ws time.Time) []AppliedEvent {
+func applied(events []EventOccurrence, res []resolved, ws time.Time) []AppliedEvent {
 	var out []AppliedEvent
 	for i := range events {
 		e := &events[i]
@@ -316,14 +317,8 @@ func applied(events []EventOccurrence, res []resolved, lifts *LiftModel, key Ser
 		if wt <= 0 {
 			continue
 		}
-		a := AppliedEvent{ID: e.ID, Type: e.Type, Mechanic: e.Mechanic, LiftPct: res[i].lift, Weight: wt,
-			Learned: res[i].learned}
-		if a.Learned && lifts != nil {
-			if est, ok := lifts.Estimate(e, key); ok {
-				a.Level = est.Level
-			}
-		}
-		out = append(out, a)
+		out = append(out, AppliedEvent{ID: e.ID, Type: e.Type, Mechanic: e.Mechanic, LiftPct: res[i].lift,
+			Weight: wt, Learned: res[i].learned, Level: res[i].level})
 	}
 	return out
 }

@@ -162,7 +162,7 @@ func TestLearnLiftsRecoversKnownLift(t *testing.T) {
 	w := promoWorld{series: 40, weeks: 104, lift: 0.5, promoRate: 0.15, seed: 1}
 	m := LearnLifts(w.histories(), LiftOptions{})
 	e := EventOccurrence{Type: "PROMOTION"}
-	est, _ := m.Estimate(&e, SeriesKey{ProductID: "p001", LocationID: "l002"})
+	est := m.Estimate(&e, SeriesKey{ProductID: "p001", LocationID: "l002"})
 	if math.Abs(est.LiftPct-0.5) > 0.05 {
 		t.Errorf("learned lift = %.3f (level %s), want 0.5 ± 0.05", est.LiftPct, est.Level)
 	}
@@ -180,7 +180,7 @@ func TestLearnLiftsRecoversElasticity(t *testing.T) {
 	m := LearnLifts(w.histories(), LiftOptions{})
 	pc := -0.2
 	e := EventOccurrence{Type: "PRICE_CHANGE", PriceChangePct: &pc}
-	est, _ := m.Estimate(&e, SeriesKey{ID: "s003"})
+	est := m.Estimate(&e, SeriesKey{ID: "s003"})
 	if est.Elasticity == nil || math.Abs(*est.Elasticity+2) > 0.2 {
 		t.Fatalf("elasticity = %v, want -2 ± 0.2", est.Elasticity)
 	}
@@ -211,25 +211,25 @@ func TestLearnLiftsShrinkage(t *testing.T) {
 	h = append(h, own)
 	m := LearnLifts(h, LiftOptions{})
 	e := EventOccurrence{Type: "PROMOTION"}
-	single, _ := m.Estimate(&e, SeriesKey{ID: "single", ProductID: "p001", LocationID: "l001"})
+	single := m.Estimate(&e, SeriesKey{ID: "single", ProductID: "p001", LocationID: "l001"})
 	if single.Level != LevelSeries {
 		t.Errorf("single: level %s, want series", single.Level)
 	}
 	if math.Abs(single.LiftPct-0.5) > math.Abs(single.LiftPct-2)/3 {
 		t.Errorf("single-event series lift = %.3f: want it shrunk toward the pooled 0.5, far from its raw 2.0", single.LiftPct)
 	}
-	ownEst, _ := m.Estimate(&e, SeriesKey{ID: "own", ProductID: "p002", LocationID: "l002"})
+	ownEst := m.Estimate(&e, SeriesKey{ID: "own", ProductID: "p002", LocationID: "l002"})
 	t.Logf("single-event series %.3f, many-event series %.3f", single.LiftPct, ownEst.LiftPct)
 	if ownEst.LiftPct < 0.8 {
 		t.Errorf("series with many events lift = %.3f, want close to its own 1.0", ownEst.LiftPct)
 	}
 	// A series the model never saw gets the product+location estimate; an unknown class its prior.
-	unseen, _ := m.Estimate(&e, SeriesKey{ID: "new", ProductID: "p003"})
+	unseen := m.Estimate(&e, SeriesKey{ID: "new", ProductID: "p003"})
 	if unseen.Level != LevelProduct {
 		t.Errorf("unseen series level %s, want product", unseen.Level)
 	}
 	hol := EventOccurrence{Type: "HOLIDAY"}
-	if est, _ := m.Estimate(&hol, SeriesKey{}); est.Level != LevelPrior || est.LiftPct != 0 {
+	if est := m.Estimate(&hol, SeriesKey{}); est.Level != LevelPrior || est.LiftPct != 0 {
 		t.Errorf("unknown class = %+v, want the zero prior", est)
 	}
 }

@@ -143,7 +143,7 @@ type LiftEstimate struct {
 
 // Estimate returns the learned full-week lift of event e on the series key. A model learned
 // without any event of e's class answers with the class's prior.
-func (m *LiftModel) Estimate(e *EventOccurrence, key SeriesKey) (LiftEstimate, bool) {
+func (m *LiftModel) Estimate(e *EventOccurrence, key SeriesKey) LiftEstimate {
 	k := keyOf(e)
 	var theta float64
 	level := LevelPrior
@@ -161,7 +161,7 @@ func (m *LiftModel) Estimate(e *EventOccurrence, key SeriesKey) (LiftEstimate, b
 		est.LiftPct = math.Expm1(theta)
 	}
 	est.LiftPct = min(max(est.LiftPct, supplyplan.MinEventLift), supplyplan.MaxLift)
-	return est, true
+	return est
 }
 
 // lookup returns the estimate of class i for a series: its own when it had events of the class,
