@@ -72,9 +72,9 @@ type baseline struct {
 	fallback float64 // residual scale used when there is no backtest
 }
 
-// candidates returns the models tried by automatic selection for a history of n weeks whose
-// backtest starts at n0.
-func candidates(class Classification, n0 int, positive bool, dst []kind) []kind {
+// candidates returns the models tried by automatic selection when the backtest starts at week
+// n0; multiplicative Holt-Winters only when mult.
+func candidates(class Classification, n0 int, mult bool, dst []kind) []kind {
 	dst = dst[:0]
 	if class.Intermittent() {
 		return append(dst, kMean, kSES, kCroston, kSBA, kTSB)
@@ -85,7 +85,7 @@ func candidates(class Classification, n0 int, positive bool, dst []kind) []kind 
 	}
 	if n0 >= 2*SeasonLength {
 		dst = append(dst, kHWAdd)
-		if positive {
+		if mult {
 			dst = append(dst, kHWMul)
 		}
 	}
@@ -136,7 +136,8 @@ func (w *workspace) selectBaseline(l *lane, n, horizon, window int, model string
 		return w.noBacktest(l, bl, n, horizon, auto, first)
 	}
 	if auto {
-		list = candidates(bl.class, n0, positive, list)
+		// On log demand the additive Holt-Winters already is multiplicative in demand.
+		list = candidates(bl.class, n0, positive && !bl.log, list)
 	}
 	he := min(horizon, maxEvalHorizon)
 	bl.n0, bl.he = n0, he
