@@ -192,7 +192,7 @@ func (w *workspace) fit(k kind, y []float64, ok []bool, end int, start *params) 
 	b := bounds[k]
 	if d == 1 {
 		lo, hi := b[0][0], b[0][1]
-		evals := 12
+		evals := 10
 		if start != nil { // narrow the bracket around the previous optimum
 			c := start.alpha
 			lo, hi = math.Max(lo, c-0.15), math.Min(hi, c+0.15)
@@ -222,7 +222,7 @@ func (w *workspace) fit(k kind, y []float64, ok []bool, end int, start *params) 
 			x0[2] = 0.95
 		}
 	}
-	maxEval := 18 + 10*d
+	maxEval := 14 + 8*d
 	if start != nil {
 		maxEval = 8 + 5*d
 	}
