@@ -23,7 +23,7 @@ const (
 // Classification is the demand pattern of a series.
 type Classification struct {
 	Class DemandClass `json:"class"`
-	ADI   float64     `json:"adi"` // observed weeks / weeks with demand > 0 (+Inf without demand)
+	ADI   float64     `json:"adi"` // observed weeks / weeks with demand > 0 (observed weeks + 1 without demand)
 	CV2   float64     `json:"cv2"` // variance / mean² of the non-zero demands (population variance)
 }
 
@@ -49,7 +49,7 @@ func classify(y []float64, ok []bool) Classification {
 			ss += v * v
 		}
 	}
-	c := Classification{ADI: math.Inf(1)}
+	c := Classification{ADI: float64(obs + 1)} // no demand yet: longer than the history
 	if nz > 0 {
 		c.ADI = float64(obs) / float64(nz)
 		m := s / float64(nz)

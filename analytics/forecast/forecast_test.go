@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -627,5 +628,22 @@ func TestPointStatistics(t *testing.T) {
 	}
 	if _, err := Forecast(s, nil, nil, Options{Point: "mode"}); err == nil {
 		t.Error("unknown point must fail")
+	}
+}
+
+// TestResultsEncode: results must always encode as JSON (no NaN or infinity), even for a history
+// without any demand.
+func TestResultsEncode(t *testing.T) {
+	for _, y := range [][]float64{make([]float64, 40), {0, math.NaN(), 0}, seasonalSeries(rand.New(rand.NewPCG(3, 3)), 120)} {
+		r, err := Forecast(Series{Start: monday, Values: y}, nil, nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := json.Marshal(r); err != nil {
+			t.Errorf("encode %s result: %v", r.Model, err)
+		}
+		if r.Periods[0].Quantity != 0 && sum(y[:3]) == 0 && len(y) == 40 {
+			t.Errorf("all-zero history forecast %v, want 0", r.Periods[0].Quantity)
+		}
 	}
 }

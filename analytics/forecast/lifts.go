@@ -514,7 +514,7 @@ func (m *LiftModel) solve(all []*lseries, prods, locs []string, k int) {
 	}
 	m.org = posterior(A, c, prec, mean)
 
-	levelGroups := func(groupOf func(*lseries) int, ng int) [][]float64 {
+	levelGroups := func(groupOf func(*lseries) int, ng int) (est [][]float64, tau []float64) {
 		As, cs := make([][]float64, ng), make([][]float64, ng)
 		for g := range ng {
 			As[g], cs[g] = make([]float64, k*k), make([]float64, k)
@@ -529,20 +529,19 @@ func (m *LiftModel) solve(all []*lseries, prods, locs []string, k int) {
 		for g := range ng {
 			parents[g] = m.org
 		}
-		tau := betweenVariance(As, cs, parents, k)
-		out := make([][]float64, ng)
+		tau = betweenVariance(As, cs, parents, k)
+		est = make([][]float64, ng)
 		for g := range ng {
-			out[g] = posterior(As[g], cs[g], invert(tau), m.org)
+			est[g] = posterior(As[g], cs[g], invert(tau), m.org)
 		}
-		return append(out, tau)
+		return est, tau
 	}
-	pg := levelGroups(func(ls *lseries) int { return ls.groupP }, len(prods))
-	m.tau[0] = pg[len(prods)]
+	var pg, lg [][]float64
+	pg, m.tau[0] = levelGroups(func(ls *lseries) int { return ls.groupP }, len(prods))
 	for g, name := range prods {
 		m.product[name] = pg[g]
 	}
-	lg := levelGroups(func(ls *lseries) int { return ls.groupL }, len(locs))
-	m.tau[1] = lg[len(locs)]
+	lg, m.tau[1] = levelGroups(func(ls *lseries) int { return ls.groupL }, len(locs))
 	for g, name := range locs {
 		m.location[name] = lg[g]
 	}

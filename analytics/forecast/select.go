@@ -92,7 +92,7 @@ func candidates(class Classification, n0 int, mult bool, dst []kind) []kind {
 	return dst
 }
 
-// selectBaseline chooses and runs the baseline model on w.y / w.ok (n weeks) and forecasts
+// selectBaseline chooses and runs the baseline model on l.y / w.ok (n weeks) and forecasts
 // horizon weeks. model is "" or ModelAuto for automatic selection, else a model name; window is
 // the number of most recent weeks used as backtest origins.
 func (w *workspace) selectBaseline(l *lane, n, horizon, window int, model string) (baseline, error) {
@@ -210,6 +210,11 @@ func (w *workspace) selectBaseline(l *lane, n, horizon, window int, model string
 		}
 		bl.kinds = append(bl.kinds, c.k)
 	}
+	for _, v := range l.fut {
+		if math.IsNaN(v) || math.IsInf(v, 0) { // a refit that diverged: fall back to the mean
+			return w.noBacktest(l, bl, n, horizon, true, kMean)
+		}
+	}
 	bl.future = l.fut
 	bl.name = modelName(bl.kinds)
 	return bl, nil
@@ -230,6 +235,7 @@ func modelName(ks []kind) string {
 // selection) and records the spread of the observations for the intervals.
 func (w *workspace) noBacktest(l *lane, bl baseline, n, horizon int, auto bool, k kind) (baseline, error) {
 	y, ok := l.y[:n], w.ok[:n]
+	bl.n0, bl.he, bl.path = 0, 0, nil
 	if auto {
 		k = kMean
 	}
