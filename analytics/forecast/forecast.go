@@ -232,8 +232,7 @@ func (w *workspace) forecast(s *Series, events []EventOccurrence, lifts *LiftMod
 	start := s.start().Add(weekDur(first))
 	H := o.Horizon
 	if lifts == nil && hasUnknownLift(events) {
-		sub := *s
-		lifts = LearnLifts([]SeriesHistory{{Series: sub, Events: events}}, LiftOptions{})
+		lifts = LearnLifts([]SeriesHistory{{Series: *s, Events: events}}, LiftOptions{})
 	}
 	key := s.key()
 	res := resolve(events, lifts, key, w.res[:0])
