@@ -42,6 +42,7 @@ type Services struct {
 	Imports     supplyplan.ImportService
 	Demand      supplyplan.DemandReader
 	Transfers   supplyplan.TransferService
+	Forecast    supplyplan.ForecastService
 }
 
 // Server is the REST API.

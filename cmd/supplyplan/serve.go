@@ -95,7 +95,7 @@ func (m *Main) Open(ctx context.Context) error {
 		ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
 		RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
 		sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
-			Imports: m.System, Demand: m.System, Transfers: m.System})
+			Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System})
 	if err := m.API.Open(); err != nil {
 		return err
 	}
