@@ -38,12 +38,15 @@ install_server() {
 		chmod +x "$policy"
 		created_policy=1
 	fi
-	apt-get install -y -qq --no-install-recommends clickhouse-server clickhouse-client >&2 || {
-		[ "$created_policy" = 1 ] && rm -f "$policy"
-		log "apt-get install failed"
+	local rc=0
+	apt-get install -y -qq --no-install-recommends clickhouse-server clickhouse-client >&2 || rc=$?
+	if [ "$created_policy" = 1 ]; then
+		rm -f "$policy"
+	fi
+	if [ "$rc" != 0 ] || [ ! -x "$SERVER" ] || [ ! -x "$CLIENT" ]; then
+		log "apt-get install failed (exit $rc)"
 		exit 1
-	}
-	[ "$created_policy" = 1 ] && rm -f "$policy"
+	fi
 }
 
 answers() {
