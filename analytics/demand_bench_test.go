@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -251,4 +252,27 @@ func BenchmarkClickHouseReadAll(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*series*benchWeeks/b.Elapsed().Seconds(), "weeks/s")
+}
+
+// BenchmarkEmbeddedAddSignals sends one signal per call from many goroutines (the live signal
+// path): every call waits for its fsync, so throughput comes from group commit.
+func BenchmarkEmbeddedAddSignals(b *testing.B) {
+	s := MustOpenEmbedded(b, analytics.EmbeddedConfig{Dir: filepath.Join(b.TempDir(), "demand")})
+	var seq atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(32) // 64 callers on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			n := seq.Add(1)
+			sig := supplyplan.DemandSignal{SignalID: fmt.Sprint("sig-", n), SKU: fmt.Sprintf("SKU-%04d", n%5000), Location: "DC",
+				Channel: "WEB", OccurredAt: storetest.Week(1 + int(n%156)), Quantity: 1}
+			if _, err := s.AddSignals(ctx, "org", []supplyplan.DemandSignal{sig}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "signals/s")
 }
