@@ -440,7 +440,7 @@ func (s *ClickHouseStore) SeriesBatch(ctx context.Context, orgID string, keys []
 				return nil, fmt.Errorf("query demand series: %w", err)
 			}
 		}
-		if !contains(byNorm[nk], k) {
+		if !slices.Contains(byNorm[nk], k) {
 			byNorm[nk] = append(byNorm[nk], k)
 		}
 	}
@@ -503,15 +503,6 @@ func (s *ClickHouseStore) SeriesBatch(ctx context.Context, orgID string, keys []
 }
 
 func compareWeeks(a, b supplyplan.WeekValue) int { return a.Week.Compare(b.Week) }
-
-func contains(keys []supplyplan.DemandKey, k supplyplan.DemandKey) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
 
 // Keys lists the organization's series, sorted by sku, location, channel (byte order, as Go sorts).
 func (s *ClickHouseStore) Keys(ctx context.Context, orgID string) ([]supplyplan.DemandKey, error) {
