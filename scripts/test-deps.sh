@@ -1,5 +1,26 @@
 #!/usr/bin/env bash
-# Installs and starts the real servers the integration tests use. Nothing is needed yet beyond Go;
-# ClickHouse and Redis are added by the data-plane and alerts work.
+# Installs and starts the real servers the integration tests use, on private ports (never the
+# system-wide services), and writes their addresses to bin/test-deps.env, which `make test` loads
+# into the environment of `go test`. Idempotent: servers already running are reused.
+#
+#   ClickHouse: scripts/clickhouse.sh (127.0.0.1:19000) -> SUPPLYPLAN_TEST_CLICKHOUSE_ADDR
+#
+# When a server cannot be started the script fails if CI is set; otherwise it warns, and the tests
+# that need the server skip.
 set -euo pipefail
-exit 0
+cd "$(dirname "$0")/.."
+mkdir -p bin
+env_file=bin/test-deps.env
+tmp="$env_file.tmp"
+: >"$tmp"
+
+if ch_addr=$(bash scripts/clickhouse.sh start); then
+	echo "SUPPLYPLAN_TEST_CLICKHOUSE_ADDR=$ch_addr" >>"$tmp"
+elif [ -n "${CI:-}" ]; then
+	echo "test-deps: ClickHouse did not start (CI is set)" >&2
+	exit 1
+else
+	echo "test-deps: WARNING: ClickHouse did not start; its tests will skip" >&2
+fi
+
+mv "$tmp" "$env_file"
