@@ -45,4 +45,3 @@ func TestNormalizeSignal(t *testing.T) {
 		}
 	}
 }
-

@@ -16,7 +16,7 @@ import (
 // Reasons a message is refused before it reaches the sink (see also the supplyplan.Reject* codes
 // the sink returns). They are the dlq-reason header of a dead-lettered message.
 const (
-	ReasonMalformed   = "MALFORMED"    // the value is not a JSON object
+	ReasonMalformed   = "MALFORMED" // the value is not a JSON object
 	ReasonInvalid     = supplyplan.RejectInvalidSignal
 	ReasonKeyMismatch = "KEY_MISMATCH" // organizationId differs from the message key
 )
