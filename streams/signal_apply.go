@@ -34,7 +34,7 @@ type SignalStats struct {
 
 type signalCounters struct {
 	fetched, applied, duplicates, rejected, invalid, deadLettered, batches atomic.Int64
-	sinkCalls, sinkErrors, commits, generations, buffered, maxBuffered    atomic.Int64
+	sinkCalls, sinkErrors, commits, generations, buffered, maxBuffered     atomic.Int64
 }
 
 func (c *signalCounters) snapshot() SignalStats {

@@ -129,7 +129,9 @@ func TestLocalSignalStreamClose(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]error, 5)
 	for i := range results {
-		wg.Go(func() { _, results[i] = s.Publish(context.Background(), makeSignals("close"+string(rune('a'+i)), 10, 2)) })
+		wg.Go(func() {
+			_, results[i] = s.Publish(context.Background(), makeSignals("close"+string(rune('a'+i)), 10, 2))
+		})
 	}
 	time.Sleep(10 * time.Millisecond) // let the calls queue (not a synchronisation: any order passes)
 	if err := s.Close(context.Background()); err != nil {
