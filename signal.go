@@ -81,39 +81,69 @@ func NormalizeSignal(s *DemandSignal) error {
 		}
 		details[field] = append(details[field], msg)
 	}
-	checkID := func(field, v string, required bool) {
-		switch {
-		case v == "" || strings.TrimSpace(v) == "":
-			if required {
-				bad(field, "is required")
-			}
-		case len(v) > MaxSignalIDLen:
-			bad(field, "is longer than 256 bytes")
-		case !utf8.ValidString(v):
-			bad(field, "is not valid UTF-8")
-		}
+	if msg := checkSignalID(s.SignalID, true); msg != "" {
+		bad("signalId", msg)
 	}
-	checkID("signalId", s.SignalID, true)
-	checkID("organizationId", s.OrganizationID, true)
-	checkID("skuId", s.SKU, true)
-	checkID("locationId", s.Location, true)
-	checkID("channel", s.Channel, false)
+	if msg := checkSignalID(s.OrganizationID, true); msg != "" {
+		bad("organizationId", msg)
+	}
+	if msg := checkSignalID(s.SKU, true); msg != "" {
+		bad("skuId", msg)
+	}
+	if msg := checkSignalID(s.Location, true); msg != "" {
+		bad("locationId", msg)
+	}
+	if msg := checkSignalID(s.Channel, false); msg != "" {
+		bad("channel", msg)
+	}
 	if math.IsNaN(s.Quantity) || math.IsInf(s.Quantity, 0) {
 		bad("quantity", "must be a finite number")
 	}
 	if s.OccurredAt.IsZero() {
 		bad("occurredAt", "is required")
-	} else if y := s.OccurredAt.Year(); y < 1900 || y > 9999 {
+	} else if s.OccurredAt.Before(minSignalTime) || !s.OccurredAt.Before(maxSignalTime) {
 		bad("occurredAt", "is out of range")
 	}
 	if details != nil {
 		return &Error{Code: EVALIDATION, Message: "invalid demand signal", Details: details}
 	}
-	if strings.TrimSpace(s.Channel) == "" {
+	if isBlank(s.Channel) {
 		s.Channel = ChannelAll
 	}
 	if s.OccurredAt.Location() != time.UTC || s.OccurredAt.Nanosecond()%int(time.Millisecond) != 0 {
 		s.OccurredAt = s.OccurredAt.UTC().Truncate(time.Millisecond)
 	}
 	return nil
+}
+
+// The accepted range of OccurredAt: years 1900 to 9999.
+var (
+	minSignalTime = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxSignalTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// checkSignalID returns what is wrong with an id field, or "".
+func checkSignalID(v string, required bool) string {
+	switch {
+	case isBlank(v):
+		if required {
+			return "is required"
+		}
+	case len(v) > MaxSignalIDLen:
+		return "is longer than 256 bytes"
+	case !utf8.ValidString(v):
+		return "is not valid UTF-8"
+	}
+	return ""
+}
+
+// isBlank reports whether v is empty or only white space; cheap for the usual non-blank ASCII id.
+func isBlank(v string) bool {
+	if v == "" {
+		return true
+	}
+	if c := v[0]; c < utf8.RuneSelf && c != ' ' && (c < '\t' || c > '\r') {
+		return false
+	}
+	return strings.TrimSpace(v) == ""
 }

@@ -82,13 +82,30 @@ func newSignalGrouper() *signalGrouper { return &signalGrouper{index: map[string
 func (g *signalGrouper) len() int { return len(g.sigs) }
 
 func (g *signalGrouper) add(s supplyplan.DemandSignal, ref int32) {
-	i, ok := g.index[s.OrganizationID]
+	*g.slot() = s
+	g.keep(ref)
+}
+
+// slot returns space for the next signal, to fill in place; keep adds it to the batch, otherwise
+// the next slot reuses it.
+func (g *signalGrouper) slot() *supplyplan.DemandSignal {
+	n := len(g.sigs)
+	if n == cap(g.sigs) {
+		g.sigs = append(g.sigs, supplyplan.DemandSignal{})[:n]
+	}
+	return &g.sigs[:n+1][n]
+}
+
+// keep adds the signal filled in the last slot, with the caller's reference.
+func (g *signalGrouper) keep(ref int32) {
+	g.sigs = g.sigs[:len(g.sigs)+1]
+	org := g.sigs[len(g.sigs)-1].OrganizationID
+	i, ok := g.index[org]
 	if !ok {
 		i = int32(len(g.groups))
-		g.index[s.OrganizationID] = i
-		g.groups = append(g.groups, orgGroup{org: s.OrganizationID})
+		g.index[org] = i
+		g.groups = append(g.groups, orgGroup{org: org})
 	}
-	g.sigs = append(g.sigs, s)
 	g.refs = append(g.refs, ref)
 	g.gidx = append(g.gidx, i)
 }

@@ -538,13 +538,12 @@ func (p *partitionFetcher) add(b *consumerBatch, m kafka.Message) {
 	i := int32(len(b.msgs))
 	b.msgs = append(b.msgs, m)
 	b.next = m.Offset + 1
-	var s supplyplan.DemandSignal
-	if reason, msg := p.dec.decode(m.Key, m.Value, &s); reason != "" {
+	if reason, msg := p.dec.decode(m.Key, m.Value, p.grp.slot()); reason != "" {
 		c.stats.invalid.Add(1)
 		b.bad = append(b.bad, deadLetter{msg: i, reason: reason, message: msg})
 		return
 	}
-	p.grp.add(s, i)
+	p.grp.keep(i)
 }
 
 // Dead-letter headers. The message keeps its original key, value and headers.

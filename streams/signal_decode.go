@@ -32,6 +32,7 @@ const maxInterned = 1 << 16
 // goes to encoding/json, and FuzzDecodeSignal checks both agree.
 type signalDecoder struct {
 	intern map[string]string
+	last   [fieldAt + 1]string // the previous value of each field: consecutive messages repeat them
 }
 
 func newSignalDecoder() *signalDecoder { return &signalDecoder{intern: make(map[string]string, 256)} }
@@ -45,10 +46,10 @@ func (d *signalDecoder) decode(key, value []byte, out *supplyplan.DemandSignal) 
 	}
 	*out = supplyplan.DemandSignal{
 		SignalID:       string(f.id),
-		OrganizationID: d.str(f.org),
-		SKU:            d.str(f.sku),
-		Location:       d.str(f.loc),
-		Channel:        d.str(f.channel),
+		OrganizationID: d.field(fieldOrg, f.org),
+		SKU:            d.field(fieldSKU, f.sku),
+		Location:       d.field(fieldLoc, f.loc),
+		Channel:        d.field(fieldChannel, f.channel),
 		Quantity:       f.qty,
 	}
 	if !f.hasQty {
@@ -56,6 +57,16 @@ func (d *signalDecoder) decode(key, value []byte, out *supplyplan.DemandSignal) 
 	}
 	out.OccurredAt = parseSignalTime(f.at)
 	return finishSignal(key, out, f.hasQty)
+}
+
+// field interns b, checking the field's previous value first.
+func (d *signalDecoder) field(f int, b []byte) string {
+	if string(b) == d.last[f] {
+		return d.last[f]
+	}
+	s := d.str(b)
+	d.last[f] = s
+	return s
 }
 
 func (d *signalDecoder) str(b []byte) string {
@@ -347,18 +358,29 @@ var (
 // matchField returns the field a key names, fieldUnknown, or -1 when the key is not plain ASCII or
 // matches a field only case-insensitively (encoding/json folds case; we leave those to it).
 func matchField(k []byte) int {
+	switch string(k) {
+	case "signalId":
+		return fieldID
+	case "organizationId":
+		return fieldOrg
+	case "skuId":
+		return fieldSKU
+	case "locationId":
+		return fieldLoc
+	case "channel":
+		return fieldChannel
+	case "quantity":
+		return fieldQty
+	case "occurredAt":
+		return fieldAt
+	}
 	for _, c := range k {
 		if c >= utf8.RuneSelf {
 			return -1
 		}
 	}
 	for f := fieldID; f <= fieldAt; f++ {
-		if string(k) == signalFieldNames[f] {
-			return f
-		}
-	}
-	for f := fieldID; f <= fieldAt; f++ {
-		if bytes.EqualFold(k, []byte(signalFieldNames[f])) {
+		if len(k) == len(signalFieldNames[f]) && bytes.EqualFold(k, []byte(signalFieldNames[f])) {
 			return -1
 		}
 	}
@@ -372,11 +394,26 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
+// plainByte marks the bytes a string can hold without a closer look: not a quote, backslash,
+// control character or part of a multi-byte sequence.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // scanString scans a string body starting after its opening quote and returns the body and the
 // index after the closing quote. With strict, escapes and invalid UTF-8 decline (ok false); without
 // it they are only checked for validity (the value is skipped).
 func scanString(b []byte, i int, strict bool) (s []byte, next int, ok bool) {
 	start := i
+	for i < len(b) && plainByte[b[i]] {
+		i++
+	}
+	if i < len(b) && b[i] == '"' { // the common case: nothing special inside
+		return b[start:i], i + 1, true
+	}
 	ascii := true
 	for i < len(b) {
 		c := b[i]

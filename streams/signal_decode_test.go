@@ -108,3 +108,21 @@ func sameSignal(a, b supplyplan.DemandSignal) bool {
 	a.OccurredAt, b.OccurredAt = time.Time{}, time.Time{}
 	return a == b && ta.Equal(tb) && ta.Location() == tb.Location()
 }
+
+func BenchmarkDecodeSignal(b *testing.B) {
+	d := newSignalDecoder()
+	s := makeSignals("bench", 1000, 50)
+	vals := make([][]byte, len(s))
+	for i := range s {
+		vals[i] = AppendSignalJSON(nil, s[i])
+	}
+	var out supplyplan.DemandSignal
+	b.ReportAllocs()
+	b.SetBytes(int64(len(vals[0])))
+	for i := 0; b.Loop(); i++ {
+		v := vals[i%len(vals)]
+		if r, m := d.decode([]byte(s[i%len(s)].OrganizationID), v, &out); r != "" {
+			b.Fatal(r, m)
+		}
+	}
+}
