@@ -43,6 +43,7 @@ type countingSink struct {
 	mu     sync.RWMutex
 	orgs   map[string]*countingOrg
 	n      atomic.Int64
+	first  atomic.Int64 // UnixNano of the first call
 	want   int64
 	perOrg int
 	done   chan struct{}
@@ -78,18 +79,22 @@ func (s *countingSink) org(id string) *countingOrg {
 }
 
 func (s *countingSink) ApplySignals(_ context.Context, org string, signals []supplyplan.DemandSignal) ([]supplyplan.SignalOutcome, error) {
+	if s.first.Load() == 0 {
+		s.first.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	out := make([]supplyplan.SignalOutcome, len(signals))
 	fresh := 0
 	o := s.org(org)
 	o.mu.Lock()
 	for i := range signals {
 		sig := &signals[i]
-		if _, ok := o.seen[sig.SignalID]; ok {
+		n := len(o.seen)
+		o.seen[sig.SignalID] = struct{}{} // one map operation for look-up and insert
+		if len(o.seen) == n {
 			out[i].Status = supplyplan.SignalDuplicate
 			continue
 		}
-		o.seen[sig.SignalID] = struct{}{}
-		o.totals[totalKey{"", sig.SKU, sig.Location, supplyplan.WeekStart(sig.OccurredAt).Unix()}] += sig.Quantity
+		o.totals[totalKey{"", sig.SKU, sig.Location, weekIndex(sig.OccurredAt)}] += sig.Quantity
 		out[i].Status = supplyplan.SignalApplied
 		fresh++
 	}
@@ -98,6 +103,17 @@ func (s *countingSink) ApplySignals(_ context.Context, org string, signals []sup
 		close(s.done)
 	}
 	return out, nil
+}
+
+// weekIndex numbers ISO weeks (Monday to Sunday, UTC) since the Unix epoch, a Thursday.
+func weekIndex(t time.Time) int64 {
+	floorDiv := func(a, b int64) int64 {
+		if a < 0 {
+			return (a - b + 1) / b
+		}
+		return a / b
+	}
+	return floorDiv(floorDiv(t.Unix(), 86400)+3, 7) // day 0 is a Thursday: +3 counts from Monday
 }
 
 // rawReaderConsume reads the whole topic with one kafka.Reader per partition and no processing.
@@ -172,6 +188,9 @@ func pipelineConsume(tb testing.TB, brokers []string, topic, group string, n int
 	}
 	d := time.Since(start)
 	runtime.ReadMemStats(&after)
+	if tb, ok := tb.(*testing.B); ok {
+		tb.Logf("pipeline: first signal applied %v after Open, all %d after %v", time.Unix(0, sink.first.Load()).Sub(start), n, d)
+	}
 	if err := c.Close(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
@@ -296,6 +315,21 @@ func BenchmarkSignalBatchPath(b *testing.B) {
 			}
 			c.release(bt)
 			i += batch
+		}
+	}
+}
+
+func TestWeekIndex(t *testing.T) {
+	for _, d := range []time.Time{testEpoch, testEpoch.Add(-time.Second), time.Unix(-1, 0), time.Unix(0, 0),
+		time.Date(1969, 12, 29, 0, 0, 0, 0, time.UTC), time.Date(1969, 12, 28, 23, 0, 0, 0, time.UTC), time.Date(2026, 3, 8, 23, 59, 59, 0, time.UTC)} {
+		for _, dd := range []time.Duration{0, 24 * time.Hour, 6*24*time.Hour + 23*time.Hour} {
+			a, b := d.Add(dd), supplyplan.WeekStart(d.Add(dd))
+			if got, want := weekIndex(a), weekIndex(b); got != want || b.Weekday() != time.Monday {
+				t.Errorf("%v: week %d, its Monday %v has %d", a, got, b, want)
+			}
+			if got, want := weekIndex(b)+1, weekIndex(b.AddDate(0, 0, 7)); got != want {
+				t.Errorf("%v: next week %d, want %d", b, want, got)
+			}
 		}
 	}
 }

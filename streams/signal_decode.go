@@ -2,6 +2,7 @@ package streams
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -286,9 +287,12 @@ func (f *rawSignal) parse(b []byte) bool {
 				if j < 0 {
 					return false
 				}
-				v, err := strconv.ParseFloat(string(b[i:j]), 64)
-				if err != nil {
-					return false
+				v, ok := parseDecimal(b[i:j])
+				if !ok {
+					var err error
+					if v, err = strconv.ParseFloat(string(b[i:j]), 64); err != nil {
+						return false
+					}
 				}
 				f.qty, f.hasQty = v, true
 				i = j
@@ -403,16 +407,38 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
+// plainASCII reports whether every byte of b is plainByte, eight bytes at a time.
+func plainASCII(b []byte) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		// A byte is special when its top bit is set, it is below 0x20, or it is a backslash
+		// (quotes cannot occur: b ends before the first one).
+		below := (x - lo*0x20) & ^x
+		bs := x ^ (lo * '\\')
+		if (x|below|((bs-lo)&^bs))&hi != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if !plainByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
 // scanString scans a string body starting after its opening quote and returns the body and the
 // index after the closing quote. With strict, escapes and invalid UTF-8 decline (ok false); without
 // it they are only checked for validity (the value is skipped).
 func scanString(b []byte, i int, strict bool) (s []byte, next int, ok bool) {
 	start := i
+	if q := bytes.IndexByte(b[i:], '"'); q >= 0 && plainASCII(b[i:i+q]) {
+		return b[i : i+q], i + q + 1, true // the common case: nothing special inside
+	}
 	for i < len(b) && plainByte[b[i]] {
 		i++
-	}
-	if i < len(b) && b[i] == '"' { // the common case: nothing special inside
-		return b[start:i], i + 1, true
 	}
 	ascii := true
 	for i < len(b) {
@@ -497,6 +523,42 @@ func scanNumber(b []byte, i int) int {
 		}
 	}
 	return i
+}
+
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// parseDecimal converts a JSON number without exponent and with at most 15 digits, exactly as
+// strconv.ParseFloat does (an integer below 2^53 divided by an exact power of ten is correctly
+// rounded); ok is false for anything else.
+func parseDecimal(b []byte) (float64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	var m uint64
+	digits, frac := 0, -1
+	for k, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+		case c == '.' && frac < 0:
+			frac = k
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 {
+		return 0, false
+	}
+	v := float64(m)
+	if frac >= 0 {
+		v /= pow10[len(b)-frac-1]
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // skipScalar skips a string, number, true, false or null; -1 for anything else.

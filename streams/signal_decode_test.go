@@ -1,6 +1,8 @@
 package streams
 
 import (
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +81,7 @@ func FuzzDecodeSignal(f *testing.F) {
 		`{"signalId":"s1","organizationId":"o","skuId":"S","locationId":"L","quantity":-0.0e+1,"occurredAt":"2026-03-04"}`,
 		`{"signalId":"s1","signalId":null,"quantity":1,"quantity":null,"x":true,"y":[1],"z":"\u00e9"}`,
 		`{"Channel":"a","channel":"b"}`, `{"occurredAt":"2024-02-29T23:59:59.999999999Z"}`, `null`, `[]`, `{}`, ``,
-		`{"quantity":01}`, `{"skuId":"\xff"}`, `{"ſkuId":"x"}`, `{"occurredAt":"2026-03-04T10:20:30.1234567891Z"}`,
+		`{"quantity":01}`, `12.5`, `-0`, `0.000000000000001`, `123456789012345.5`, "abcdefgh\\ijk", "abcdefghij\x1f", "abcdefghijklmn\x80", `{"skuId":"\xff"}`, `{"ſkuId":"x"}`, `{"occurredAt":"2026-03-04T10:20:30.1234567891Z"}`,
 	}
 	for _, s := range seeds {
 		f.Add("o", s)
@@ -91,6 +93,19 @@ func FuzzDecodeSignal(f *testing.F) {
 		r2, m2 := d.decodeSlow([]byte(key), []byte(value), &slow)
 		if r1 != r2 || m1 != m2 || (r1 == "" && !sameSignal(fast, slow)) {
 			t.Fatalf("fast %q %q %+v\nslow %q %q %+v", r1, m1, fast, r2, m2, slow)
+		}
+		if v, ok := parseDecimal([]byte(value)); ok {
+			if w, err := strconv.ParseFloat(value, 64); err != nil || math.Float64bits(v) != math.Float64bits(w) {
+				t.Fatalf("parseDecimal(%q) = %v, ParseFloat %v %v", value, v, w, err)
+			}
+		}
+		noQuotes := strings.ReplaceAll(value, `"`, "x") // plainASCII is never asked about quotes
+		plain := true
+		for _, c := range []byte(noQuotes) {
+			plain = plain && plainByte[c]
+		}
+		if got := plainASCII([]byte(noQuotes)); got != plain {
+			t.Fatalf("plainASCII(%q) = %v, want %v", noQuotes, got, plain)
 		}
 		var f rawSignal
 		if f.parse([]byte(value)) {
