@@ -299,7 +299,14 @@ func (g *generation) runCommitter(ctx context.Context) {
 			g.cancelApply()
 			return
 		case <-g.kick:
-			g.commit()
+			if !g.commit() {
+				// The coordinator refused the generation: end it (kafka-go ends a generation when
+				// one of its functions returns) so the member rejoins and starts over from the
+				// committed offsets instead of applying more it cannot commit.
+				c.log.Warn("offset commit fenced; ending the generation", "generation", g.gen.ID)
+				time.AfterFunc(c.cfg.RevokeGrace, g.cancelApply)
+				return
+			}
 			t := time.NewTimer(c.cfg.CommitInterval)
 			select {
 			case <-t.C:
@@ -316,18 +323,23 @@ func (g *generation) markApplied(partition int, next int64) {
 		g.applied[partition] = next
 	}
 	g.mu.Unlock()
+	g.kickCommit()
+}
+
+func (g *generation) kickCommit() {
 	select {
 	case g.kick <- struct{}{}:
 	default:
 	}
 }
 
-func (g *generation) commit() {
+// commit commits the applied offsets not committed yet; false once the generation is fenced.
+func (g *generation) commit() bool {
 	c := g.c
 	g.mu.Lock()
 	if g.fenced {
 		g.mu.Unlock()
-		return
+		return false
 	}
 	offsets := map[int]int64{}
 	for p, next := range g.applied {
@@ -337,23 +349,26 @@ func (g *generation) commit() {
 	}
 	g.mu.Unlock()
 	if len(offsets) == 0 {
-		return
+		return true
 	}
 	err := g.gen.CommitOffsets(map[string]map[int]int64{c.cfg.Topic: offsets})
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err != nil {
+		c.log.Warn("commit offsets", "generation", g.gen.ID, "offsets", offsets, "err", err)
 		if errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) ||
 			errors.Is(err, kafka.RebalanceInProgress) {
 			g.fenced = true // the next generation starts from what was committed before
+			return false
 		}
-		c.log.Warn("commit offsets", "generation", g.gen.ID, "offsets", offsets, "err", err)
-		return
+		time.AfterFunc(time.Second, g.kickCommit) // a transient error: try again even if idle
+		return true
 	}
 	c.stats.commits.Add(1)
 	for p, next := range offsets {
 		g.committed[p] = next
 	}
+	return true
 }
 
 // consumerBatch is a run of consecutive messages of one partition.

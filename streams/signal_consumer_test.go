@@ -3,12 +3,15 @@ package streams
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/supplyplan/supplyplan"
 )
@@ -38,7 +41,7 @@ func TestSignalConsumerCrashRedelivery(t *testing.T) {
 	cfg := SignalConsumerConfig{Brokers: brokers, Topic: topic, GroupID: "g-crash", MaxBatch: 500}
 	a := MustConsumer(t, cfg, sink)
 	victim.Store(a)
-	eventually(t, 60*time.Second, crashed.Load, "the first consumer never crashed")
+	eventually(t, 60*time.Second, crashed.Load, func() string { return "the first consumer never crashed" })
 	if err := a.Close(context.Background()); err != nil { // waits for the abandoned goroutines
 		t.Fatal(err)
 	}
@@ -49,7 +52,7 @@ func TestSignalConsumerCrashRedelivery(t *testing.T) {
 	}
 
 	b := MustConsumer(t, cfg, sink)
-	eventually(t, 120*time.Second, func() bool { return sink.applied() == n }, "applied %d of %d", sink.applied(), n)
+	eventually(t, 120*time.Second, func() bool { return sink.applied() == n }, func() string { return fmt.Sprintf("applied %d of %d", sink.applied(), n) })
 	sink.checkTotals(t, sumSignals(signals))
 	st := b.Stats()
 	t.Logf("first consumer applied %d; second: %+v; redelivered duplicates %d", before, st, sink.dups)
@@ -111,7 +114,9 @@ func TestSignalConsumerDeadLetters(t *testing.T) {
 	cfg := SignalConsumerConfig{Brokers: brokers, Topic: topic, GroupID: "g-dlq", MaxBatch: 64}
 	c := MustConsumer(t, cfg, sink)
 	eventually(t, 30*time.Second, func() bool { return sink.applied() == len(good) && c.Stats().DeadLettered == int64(len(bad)) },
-		"applied %d of %d, dead-lettered %d of %d", sink.applied(), len(good), c.Stats().DeadLettered, len(bad))
+		func() string {
+			return fmt.Sprintf("applied %d of %d, dead-lettered %d of %d", sink.applied(), len(good), c.Stats().DeadLettered, len(bad))
+		})
 	sink.checkTotals(t, sumSignals(good))
 
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic + ".dlq", Partition: 0, MaxWait: 200 * time.Millisecond})
@@ -183,7 +188,7 @@ func TestSignalConsumerBackpressure(t *testing.T) {
 		MaxInFlight: 3, ApplyConcurrency: 2, QueueCapacity: 20}
 	c := MustConsumer(t, cfg, sink)
 	bound := int64(cfg.MaxInFlight * cfg.MaxBatch)
-	eventually(t, 30*time.Second, func() bool { return sink.applied() >= 1500 }, "applied %d", sink.applied())
+	eventually(t, 30*time.Second, func() bool { return sink.applied() >= 1500 }, func() string { return fmt.Sprintf("applied %d", sink.applied()) })
 	for range 20 {
 		st := c.Stats()
 		if inFlight := st.Fetched - st.Applied - st.Duplicates - st.DeadLettered; inFlight > bound {
@@ -205,7 +210,7 @@ func TestSignalConsumerBackpressure(t *testing.T) {
 		t.Errorf("%d concurrent sink calls, want at most %d", maxAct, limit)
 	}
 	t.Logf("stats while throttled: %+v, concurrent sink calls %d", st, maxAct)
-	eventually(t, 60*time.Second, func() bool { return sink.applied() == n }, "applied %d of %d", sink.applied(), n)
+	eventually(t, 60*time.Second, func() bool { return sink.applied() == n }, func() string { return fmt.Sprintf("applied %d of %d", sink.applied(), n) })
 	sink.checkTotals(t, sumSignals(signals))
 }
 
@@ -221,11 +226,11 @@ func TestSignalConsumerRebalance(t *testing.T) {
 	sink.delay = time.Millisecond // slow enough that the second member joins mid-stream
 	cfg := SignalConsumerConfig{Brokers: brokers, Topic: topic, GroupID: "g-reb", MaxBatch: 100, MaxInFlight: 4}
 	a := MustConsumer(t, cfg, sink)
-	eventually(t, 30*time.Second, func() bool { return sink.applied() >= n/10 }, "applied %d", sink.applied())
+	eventually(t, 30*time.Second, func() bool { return sink.applied() >= n/10 }, func() string { return fmt.Sprintf("applied %d", sink.applied()) })
 	b := MustConsumer(t, cfg, sink)
-	eventually(t, 30*time.Second, func() bool { return b.Stats().Applied > 0 }, "the second member applied nothing")
+	eventually(t, 30*time.Second, func() bool { return b.Stats().Applied > 0 }, func() string { return "the second member applied nothing" })
 	sink.set(func(s *memSink) { s.delay = 0 })
-	eventually(t, 60*time.Second, func() bool { return sink.applied() == n }, "applied %d of %d", sink.applied(), n)
+	eventually(t, 60*time.Second, func() bool { return sink.applied() == n }, func() string { return fmt.Sprintf("applied %d of %d", sink.applied(), n) })
 	sink.checkTotals(t, sumSignals(signals))
 	sa, sb := a.Stats(), b.Stats()
 	if sa.Generations < 2 {
@@ -235,4 +240,53 @@ func TestSignalConsumerRebalance(t *testing.T) {
 		t.Errorf("members applied %d signals in all, want %d", got, n)
 	}
 	t.Logf("first member %+v\nsecond member %+v\nredelivered duplicates %d", sa, sb, sink.dups)
+}
+
+// TestSignalConsumerFencedCommit has the coordinator refuse a commit as from a stale generation:
+// the member must end its generation, rejoin, and finish from the last committed offsets, with
+// the redelivered signals deduplicated.
+func TestSignalConsumerFencedCommit(t *testing.T) {
+	const topic, n = "signals-fenced", 20_000
+	cluster := MustKafkaCluster(t, 4, topic, topic+".dlq")
+	brokers := cluster.ListenAddrs()
+	signals := makeSignals("fenced", n, 8)
+	MustProduce(t, brokers, topic, signals)
+
+	sink := newMemSink()
+	sink.delay = time.Millisecond
+	var refused atomic.Int32
+	cluster.ControlKey(kmsg.OffsetCommit.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		req := r.(*kmsg.OffsetCommitRequest)
+		if sink.applied() < n/4 {
+			cluster.KeepControl()
+			return nil, nil, false // let it through
+		}
+		refused.Add(1)
+		cluster.DropControl() // refuse once (KeepControl above would keep it otherwise)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.IllegalGeneration.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	cfg := SignalConsumerConfig{Brokers: brokers, Topic: topic, GroupID: "g-fenced", MaxBatch: 200}
+	c := MustConsumer(t, cfg, sink)
+	eventually(t, 60*time.Second, func() bool { return sink.applied() == n }, func() string { return fmt.Sprintf("applied %d of %d", sink.applied(), n) })
+	sink.checkTotals(t, sumSignals(signals))
+	st := c.Stats()
+	t.Logf("stats %+v, refused commits %d, redelivered duplicates %d", st, refused.Load(), sink.dups)
+	if refused.Load() != 1 {
+		t.Errorf("%d commits refused, want 1", refused.Load())
+	}
+	if st.Generations < 2 {
+		t.Errorf("%d generations, want the fenced one ended and a new one joined", st.Generations)
+	}
 }

@@ -18,13 +18,19 @@ import (
 // its bootstrap addresses.
 func MustKafka(tb testing.TB, partitions int, topics ...string) []string {
 	tb.Helper()
+	return MustKafkaCluster(tb, partitions, topics...).ListenAddrs()
+}
+
+// MustKafkaCluster is MustKafka returning the cluster, for tests that intercept requests.
+func MustKafkaCluster(tb testing.TB, partitions int, topics ...string) *kfake.Cluster {
+	tb.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), topics...),
 		kfake.GroupMinSessionTimeout(time.Second))
 	if err != nil {
 		tb.Fatalf("start kfake: %v", err)
 	}
 	tb.Cleanup(c.Close)
-	return c.ListenAddrs()
+	return c
 }
 
 // testLogger logs to stderr when SUPPLYPLAN_TEST_LOG is set.
@@ -194,13 +200,13 @@ func (s *memSink) checkTotals(tb testing.TB, want map[totalKey]float64) {
 	}
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(tb testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
+// eventually polls cond until it holds or timeout passes; msg describes the state on failure.
+func eventually(tb testing.TB, timeout time.Duration, cond func() bool, msg func() string) {
 	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v: "+format, append([]any{timeout}, args...)...)
+			tb.Fatalf("timed out after %v: %s", timeout, msg())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
