@@ -47,10 +47,10 @@ func (s SignalStatus) MarshalText() ([]byte, error) { return []byte(s.String()),
 
 // Rejection reasons of SignalOutcome.Reason. Sinks may use other codes; these are the common ones.
 const (
-	RejectInvalidSignal  = "INVALID_SIGNAL"  // a field is missing or out of range (see NormalizeSignal)
-	RejectUnknownTenant  = "UNKNOWN_TENANT"  // no organization with that id
-	RejectUnknownProduct = "UNKNOWN_PRODUCT" // the organization has no such SKU
-	RejectUnknownLoc     = "UNKNOWN_LOCATION"
+	RejectInvalidSignal   = "INVALID_SIGNAL"   // a field is missing or out of range (see NormalizeSignal)
+	RejectUnknownTenant   = "UNKNOWN_TENANT"   // no organization with that id
+	RejectUnknownProduct  = "UNKNOWN_PRODUCT"  // the organization has no such SKU
+	RejectUnknownLocation = "UNKNOWN_LOCATION" // the organization has no such location
 )
 
 // SignalOutcome is the result for one signal.
