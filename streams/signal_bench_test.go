@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -332,4 +334,35 @@ func TestWeekIndex(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkLocalSignalStream publishes batches of 100 signals of one organization each (like
+// POST /api/demand/signals) from 4 × GOMAXPROCS goroutines through the in-process stream into a
+// countingSink.
+func BenchmarkLocalSignalStream(b *testing.B) {
+	const per = 100
+	signals := makeSignals("localbench", 200_000, benchOrgs)
+	slices.SortStableFunc(signals, func(x, y supplyplan.DemandSignal) int {
+		return strings.Compare(x.OrganizationID, y.OrganizationID)
+	})
+	sink := newCountingSink(1<<62, benchOrgs)
+	s := NewLocalSignalStream(LocalSignalConfig{}, sink)
+	if err := s.Open(); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(4) // 4 × GOMAXPROCS publishers
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(next.Add(1)-1) * per % len(signals)
+			if _, err := s.Publish(context.Background(), signals[i:i+per]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N*per)/b.Elapsed().Seconds(), "signals/s")
 }
