@@ -168,6 +168,11 @@ func (a *signalApplier) apply(ctx context.Context, groups []orgGroup) error {
 			wg.Wait()
 			return ctx.Err()
 		}
+		if i == len(groups)-1 { // the last one runs here: one goroutine fewer per batch
+			errs[i] = a.applyGroup(ctx, &groups[i])
+			<-sem
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()

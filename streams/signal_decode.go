@@ -199,7 +199,7 @@ func parseRFC3339UTC(b []byte) (time.Time, bool) {
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59 {
 		return time.Time{}, false
 	}
-	if d > 28 && d > time.Date(y, time.Month(mo)+1, 0, 0, 0, 0, 0, time.UTC).Day() {
+	if d > 28 && d > daysIn(mo, y) {
 		return time.Time{}, false
 	}
 	ns := 0
@@ -214,10 +214,43 @@ func parseRFC3339UTC(b []byte) (time.Time, bool) {
 		for i := len(frac) - 1; i < 9; i++ {
 			n *= 10
 		}
-		ns = n
+		ns = n - n%int(time.Millisecond) // truncated to milliseconds, as ParseTime does
 	}
-	t := time.Date(y, time.Month(mo), d, h, mi, s, ns, time.UTC)
-	return t.Truncate(time.Millisecond), true
+	sec := daysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+s)
+	return time.Unix(sec, int64(ns)).UTC(), true
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+// algorithm); time.Date does the same with more checks.
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := m + 9
+	if m > 2 {
+		mp = m - 3
+	}
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 // rawSignal holds the fields the fast parser found, as slices of the message value.

@@ -141,3 +141,21 @@ func BenchmarkDecodeSignal(b *testing.B) {
 		}
 	}
 }
+
+func TestParseRFC3339UTC(t *testing.T) {
+	for d := time.Date(1599, 12, 25, 23, 59, 59, 987654321, time.UTC); d.Year() < 2405; d = d.Add(7*24*time.Hour + 13*time.Hour + 7*time.Second) {
+		for _, layout := range []string{"2006-01-02T15:04:05Z", "2006-01-02T15:04:05.000Z", "2006-01-02T15:04:05.999999999Z", "2006-01-02T15:04:05.0Z"} {
+			in := d.Format(layout)
+			got, ok := parseRFC3339UTC([]byte(in))
+			want, _ := supplyplan.ParseTime(in)
+			if !ok || !got.Equal(want) || got.Location() != want.Location() {
+				t.Fatalf("%s: got %v %v, want %v", in, got, ok, want)
+			}
+		}
+	}
+	for _, in := range []string{"2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-04-31T00:00:00Z", "2024-01-01T24:00:00Z"} {
+		if _, ok := parseRFC3339UTC([]byte(in)); ok {
+			t.Errorf("%s: accepted", in)
+		}
+	}
+}
