@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"runtime"
 	"slices"
@@ -41,26 +42,39 @@ func benchEnv(name string, def int) int {
 // countingSink is the cheapest sink that does what a durable one must: deduplicate by signal id
 // and add each new signal to its (sku, location, week) total, per organization (like the tenant
 // actors, organizations do not share a lock). It closes done once want signals are applied.
+//
+// SUPPLYPLAN_BENCH_SINK chooses how ids are remembered: "hash" (default) keeps a 64-bit
+// fingerprint per id, as a compact in-memory index in front of a durable store would (a
+// collision among a million ids has a probability around 3e-8); "strings" keeps every id string
+// (exact, and the garbage collector scans them all); "noop" keeps nothing and answers "applied"
+// (not a valid sink: it isolates the consumer's own cost).
 type countingSink struct {
 	mu     sync.RWMutex
 	orgs   map[string]*countingOrg
 	n      atomic.Int64
 	want   int64
 	perOrg int
+	mode   string
+	seed   maphash.Seed
 	done   chan struct{}
 }
 
 type countingOrg struct {
 	mu     sync.Mutex
-	seen   map[string]struct{}
+	ids    map[string]struct{}
+	hashes map[uint64]struct{}
 	totals map[totalKey]float64
 }
 
 // newCountingSink expects want signals over orgs organizations; it sizes its maps for them, like a
 // store that already holds the ids (no rehashing while measured).
 func newCountingSink(want, orgs int) *countingSink {
+	mode := os.Getenv("SUPPLYPLAN_BENCH_SINK")
+	if mode == "" {
+		mode = "hash"
+	}
 	return &countingSink{orgs: map[string]*countingOrg{}, want: int64(want), perOrg: want / orgs,
-		done: make(chan struct{})}
+		mode: mode, seed: maphash.MakeSeed(), done: make(chan struct{})}
 }
 
 func (s *countingSink) org(id string) *countingOrg {
@@ -73,7 +87,12 @@ func (s *countingSink) org(id string) *countingOrg {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o = s.orgs[id]; o == nil {
-		o = &countingOrg{seen: make(map[string]struct{}, s.perOrg), totals: map[totalKey]float64{}}
+		o = &countingOrg{totals: map[totalKey]float64{}}
+		if s.mode == "strings" {
+			o.ids = make(map[string]struct{}, s.perOrg)
+		} else {
+			o.hashes = make(map[uint64]struct{}, s.perOrg)
+		}
 		s.orgs[id] = o
 	}
 	return o
@@ -82,21 +101,36 @@ func (s *countingSink) org(id string) *countingOrg {
 func (s *countingSink) ApplySignals(_ context.Context, org string, signals []supplyplan.DemandSignal) ([]supplyplan.SignalOutcome, error) {
 	out := make([]supplyplan.SignalOutcome, len(signals))
 	fresh := 0
-	o := s.org(org)
-	o.mu.Lock()
-	for i := range signals {
-		sig := &signals[i]
-		n := len(o.seen)
-		o.seen[sig.SignalID] = struct{}{} // one map operation for look-up and insert
-		if len(o.seen) == n {
-			out[i].Status = supplyplan.SignalDuplicate
-			continue
+	if s.mode == "noop" {
+		for i := range out {
+			out[i].Status = supplyplan.SignalApplied
 		}
-		o.totals[totalKey{"", sig.SKU, sig.Location, weekIndex(sig.OccurredAt)}] += sig.Quantity
-		out[i].Status = supplyplan.SignalApplied
-		fresh++
+		fresh = len(signals)
+	} else {
+		o := s.org(org)
+		o.mu.Lock()
+		for i := range signals {
+			sig := &signals[i]
+			var n, m int // one map operation for look-up and insert
+			if o.ids != nil {
+				n = len(o.ids)
+				o.ids[sig.SignalID] = struct{}{}
+				m = len(o.ids)
+			} else {
+				n = len(o.hashes)
+				o.hashes[maphash.String(s.seed, sig.SignalID)] = struct{}{}
+				m = len(o.hashes)
+			}
+			if m == n {
+				out[i].Status = supplyplan.SignalDuplicate
+				continue
+			}
+			o.totals[totalKey{"", sig.SKU, sig.Location, weekIndex(sig.OccurredAt)}] += sig.Quantity
+			out[i].Status = supplyplan.SignalApplied
+			fresh++
+		}
+		o.mu.Unlock()
 	}
-	o.mu.Unlock()
 	if s.n.Add(int64(fresh)) == s.want {
 		close(s.done)
 	}
