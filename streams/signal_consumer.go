@@ -570,7 +570,13 @@ const (
 	HeaderDLQOffset    = "dlq-offset"    // decimal
 	HeaderDLQGroup     = "dlq-group"     // consumer group that refused it
 	HeaderDLQTime      = "dlq-time"      // RFC 3339, when it was dead-lettered
+	// HeaderDLQTruncated is set, to the original length, when the value was cut to
+	// maxDeadLetterValue bytes.
+	HeaderDLQTruncated = "dlq-truncated"
 )
+
+// maxDeadLetterValue bounds a dead letter's value, below kafka-go's and Kafka's 1 MiB defaults.
+const maxDeadLetterValue = 512 << 10
 
 // deadLetter writes the batch's refused messages to the DLQ topic, retrying until they are all
 // acknowledged by every in-sync replica or ctx ends.
@@ -590,12 +596,23 @@ func (c *SignalConsumer) deadLetter(ctx context.Context, b *consumerBatch) error
 			kafka.Header{Key: HeaderDLQGroup, Value: []byte(c.cfg.GroupID)},
 			kafka.Header{Key: HeaderDLQTime, Value: []byte(now)},
 		)
-		out = append(out, kafka.Message{Key: m.Key, Value: m.Value, Headers: h})
+		value := m.Value
+		if len(value) > maxDeadLetterValue { // a larger message could never be written: keep the head
+			h = append(h, kafka.Header{Key: HeaderDLQTruncated, Value: strconv.AppendInt(nil, int64(len(value)), 10)})
+			value = value[:maxDeadLetterValue]
+		}
+		out = append(out, kafka.Message{Key: m.Key, Value: value, Headers: h})
+	}
+	reasons := map[string]int{}
+	for _, d := range b.bad {
+		reasons[d.reason]++
 	}
 	for attempt := 0; ; attempt++ {
 		err := c.dlq.WriteMessages(ctx, out...)
 		if err == nil {
 			c.stats.deadLettered.Add(int64(len(out)))
+			c.log.Info("dead-lettered demand signals", "partition", b.partition, "count", len(b.bad),
+				"reasons", reasons, "dlq", c.cfg.DLQTopic)
 			for _, d := range b.bad {
 				c.log.Debug("dead-lettered demand signal", "partition", b.partition,
 					"offset", b.msgs[d.msg].Offset, "reason", d.reason, "error", d.message)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,6 +81,7 @@ func TestSignalConsumerDeadLetters(t *testing.T) {
 		{"org_00", strings.Replace(valid, `"x1"`, `"b5"`, 1) + "}", ReasonMalformed},
 		{"org_unknown", strings.NewReplacer(`"x1"`, `"b6"`, "org_00", "org_unknown").Replace(valid), supplyplan.RejectUnknownTenant},
 		{"org_00", strings.NewReplacer(`"x1"`, `"b7"`, `"S"`, `"SKU-GONE"`).Replace(valid), supplyplan.RejectUnknownProduct},
+		{"org_00", `{"pad":"` + strings.Repeat("x", maxDeadLetterValue) + `"}`, ReasonInvalid}, // truncated in the DLQ
 	}
 	p := NewSignalProducer(SignalProducerConfig{Brokers: brokers, Topic: topic})
 	if err := p.Open(); err != nil {
@@ -132,8 +134,15 @@ func TestSignalConsumerDeadLetters(t *testing.T) {
 		for _, x := range m.Headers {
 			h[x.Key] = string(x.Value)
 		}
-		if got, want := string(m.Value), b.value; got != want {
-			t.Errorf("DLQ %d value %q, want the original %q", i, got, want)
+		want := b.value
+		if len(want) > maxDeadLetterValue {
+			want = want[:maxDeadLetterValue]
+			if got := h[HeaderDLQTruncated]; got != strconv.Itoa(len(b.value)) {
+				t.Errorf("DLQ %d truncated header %q, want %d", i, got, len(b.value))
+			}
+		}
+		if got := string(m.Value); got != want {
+			t.Errorf("DLQ %d value %.80q, want the original %.80q", i, got, want)
 		}
 		if got, want := string(m.Key), b.key; got != want {
 			t.Errorf("DLQ %d key %q, want %q", i, got, want)
