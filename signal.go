@@ -14,9 +14,10 @@ type SignalSink interface {
 	// ApplySignals applies signals (all of organization orgID, already validated by NormalizeSignal)
 	// and returns once the result is durable, with one outcome per signal in order. A signal whose
 	// SignalID was applied before is SignalDuplicate and changes nothing. A non-nil error means no
-	// outcome is known: the caller retries the whole call later, so the call must be idempotent.
-	// A permanent problem with a signal (unknown tenant, unknown product) is a SignalRejected
-	// outcome, never an error. The sink may keep the slice.
+	// outcome is known: the caller may repeat the whole call (the Kafka consumer does, with
+	// backoff), so the call must be idempotent. A permanent problem with a signal (unknown tenant,
+	// unknown product) is a SignalRejected outcome, never an error. It must return soon after ctx
+	// is cancelled (a revoked partition waits for it). The sink may keep the slice.
 	ApplySignals(ctx context.Context, orgID string, signals []DemandSignal) ([]SignalOutcome, error)
 }
 
