@@ -43,6 +43,7 @@ type Services struct {
 	Demand      supplyplan.DemandReader
 	Transfers   supplyplan.TransferService
 	Forecast    supplyplan.ForecastService
+	Signals     supplyplan.SignalPublisher
 }
 
 // Server is the REST API.
