@@ -58,14 +58,14 @@ func TestSplitImportBody(t *testing.T) {
 		t.Fatalf("rows %q err %v", rows, err)
 	}
 	for body, code := range map[string]string{
-		`{"records":[}`:             EVALIDATION,
-		`{"records":{}}`:            EVALIDATION,
-		`{"other":[1]}`:             EVALIDATION,
-		`{"records":[]}`:            EVALIDATION,
-		`{"records":[1,2,3]}`:       ETOOLARGE,
-		`[{"records":[1]}]`:         EVALIDATION,
-		`{"records":[1]} trailing`:  EVALIDATION,
-		`{"rec\u006frds":[1]}`:      "",
+		`{"records":[}`:            EVALIDATION,
+		`{"records":{}}`:           EVALIDATION,
+		`{"other":[1]}`:            EVALIDATION,
+		`{"records":[]}`:           EVALIDATION,
+		`{"records":[1,2,3]}`:      ETOOLARGE,
+		`[{"records":[1]}]`:        EVALIDATION,
+		`{"records":[1]} trailing`: EVALIDATION,
+		`{"rec\u006frds":[1]}`:     "",
 	} {
 		_, err := SplitImportBody(ImportDemandHistory, []byte(body), 2)
 		if ErrorCode(err) != code {

@@ -36,16 +36,16 @@ type importManager struct {
 	sys *System
 	cfg ImportConfig
 
-	mu      sync.Mutex
-	queues  map[string][]queuedJob   // orgID -> jobs waiting, in submission order
-	running map[string][]*runningJob // orgID -> jobs running, in submission order
-	bodies  map[string][]byte   // jobID -> request body kept from submission (saves a re-read)
+	mu       sync.Mutex
+	queues   map[string][]queuedJob       // orgID -> jobs waiting, in submission order
+	running  map[string][]*runningJob     // orgID -> jobs running, in submission order
+	bodies   map[string][]byte            // jobID -> request body kept from submission (saves a re-read)
 	split    map[string][]json.RawMessage // jobID -> its rows, split at submission (saves a re-parse)
 	decoders map[string]*decoder          // jobID -> its rows being decoded ahead of the job
-	sem     chan struct{}
-	closing chan struct{}
-	closed  bool
-	wg      sync.WaitGroup
+	sem      chan struct{}
+	closing  chan struct{}
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 func newImportManager(sys *System, cfg ImportConfig) *importManager {
