@@ -44,7 +44,6 @@ type System struct {
 	imports     *importManager
 	fc          *forecaster
 	changes     *changeRecorder
-	signals     signalLocks
 	stop        chan struct{}
 	background  sync.WaitGroup
 

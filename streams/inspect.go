@@ -82,3 +82,24 @@ func RawConsume(ctx context.Context, brokers []string, topic string, partitions,
 	}
 	return end, nil
 }
+
+// CommittedTotal sums the offsets a consumer group committed on the given partitions of a topic
+// (messages consumed and durable, for a topic read from its start); -1 offsets count as zero.
+func CommittedTotal(ctx context.Context, brokers []string, group, topic string, partitions int) (int64, error) {
+	parts := make([]int, partitions)
+	for i := range parts {
+		parts[i] = i
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err != nil {
+		return 0, fmt.Errorf("offset fetch: %w", err)
+	}
+	var total int64
+	for _, p := range resp.Topics[topic] {
+		if p.CommittedOffset > 0 {
+			total += p.CommittedOffset
+		}
+	}
+	return total, nil
+}

@@ -42,6 +42,7 @@ var benches = []struct {
 }{
 	{"api", benchAPI},
 	{"import", benchImport},
+	{"kafka", benchKafka},
 }
 
 // env is what every benchmark gets.
@@ -169,6 +170,11 @@ func startService(e *env, extra ...string) (*service, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startServiceOn(e, data, extra...)
+}
+
+// startServiceOn starts the binary on an existing data dir.
+func startServiceOn(e *env, data string, extra ...string) (*service, error) {
 	args := append([]string{"serve", "--data", data, "--api-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
 	args = append(args, e.serviceArgs...)
 	cmd := exec.Command(e.bin, args...)
@@ -274,4 +280,19 @@ func load(args []string) {
 	}
 	r, err := runLoad(spec)
 	fmt.Println(r.row(*method+" "+*url), err)
+}
+
+// profile fetches a 2-second CPU profile of the service under test into /tmp/<name>.prof when
+// BENCH_PROFILE names its debug address (run the service with --debug-addr through -service-args).
+func profile(name string) {
+	addr := os.Getenv("BENCH_PROFILE")
+	if addr == "" {
+		return
+	}
+	go func() {
+		st, b, err := call("GET", "http://"+addr+"/debug/pprof/profile?seconds=2", nil, nil)
+		if err == nil && st == 200 {
+			_ = os.WriteFile("/tmp/"+name+".prof", b, 0o644)
+		}
+	}()
 }
