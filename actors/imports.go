@@ -253,7 +253,7 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string) error {
 			return err
 		}
 	}
-	final, err := m.update(ctx, orgID, jobID, func(j *supplyplan.ImportJob) {
+	_, ev, err := m.finish(ctx, orgID, jobID, func(j *supplyplan.ImportJob) {
 		now := supplyplan.Now()
 		j.CompletedAt = &now
 		j.Status = supplyplan.JobCompleted
@@ -265,7 +265,7 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string) error {
 		return err
 	}
 	_ = os.Remove(m.payloadPath(orgID, jobID))
-	m.publish(orgID, final)
+	m.publish(ev)
 	return nil
 }
 
@@ -364,7 +364,7 @@ func (m *importManager) update(ctx context.Context, orgID, jobID string, fn func
 func (m *importManager) fail(orgID, jobID, msg string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	j, err := m.update(ctx, orgID, jobID, func(j *supplyplan.ImportJob) {
+	_, ev, err := m.finish(ctx, orgID, jobID, func(j *supplyplan.ImportJob) {
 		now := supplyplan.Now()
 		j.Status, j.Message, j.CompletedAt = supplyplan.JobFailed, msg, &now
 	})
@@ -373,16 +373,37 @@ func (m *importManager) fail(orgID, jobID, msg string) {
 		return
 	}
 	_ = os.Remove(m.payloadPath(orgID, jobID))
-	m.publish(orgID, j)
+	m.publish(ev)
 }
 
-// publish announces a finished job on the event bus (import.completed, .partial or .failed).
-func (m *importManager) publish(orgID string, j supplyplan.ImportJob) {
+// finish moves a job to its final state and writes its import.* event to the tenant's outbox in
+// the same journal entry, so the event is never lost between the two.
+func (m *importManager) finish(ctx context.Context, orgID, jobID string, fn func(*supplyplan.ImportJob)) (supplyplan.ImportJob, supplyplan.DomainEvent, error) {
+	type out struct {
+		job supplyplan.ImportJob
+		ev  supplyplan.DomainEvent
+	}
+	o, err := tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (out, []supplyplan.Record, error) {
+		cur, ok := st.ImportJobs[jobID]
+		if !ok {
+			return out{}, nil, supplyplan.NotFound("Import job")
+		}
+		j := *cur
+		fn(&j)
+		ev := supplyplan.DomainEvent{ID: supplyplan.NewID("evt"), Type: j.Outcome(), OrganizationID: orgID,
+			Timestamp: supplyplan.Now(), Data: ImportEventData(j)}
+		return out{j, ev}, []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j), supplyplan.EventRecord(ev)}, nil
+	})
+	return o.job, o.ev, err
+}
+
+// publish announces a finished job on the event bus (import.completed, .partial or .failed) once
+// it and its outbox entry are durable.
+func (m *importManager) publish(ev supplyplan.DomainEvent) {
 	if m.sys.cfg.Events == nil {
 		return
 	}
-	m.sys.cfg.Events.Publish(supplyplan.DomainEvent{ID: supplyplan.NewID("evt"), Type: j.Outcome(),
-		OrganizationID: orgID, Timestamp: supplyplan.Now(), Data: ImportEventData(j)})
+	m.sys.cfg.Events.Publish(ev)
 }
 
 // ImportEventData is the payload of import.* events.

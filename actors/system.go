@@ -25,6 +25,8 @@ type Config struct {
 	Events supplyplan.EventPublisher
 	// Imports configures bulk import jobs.
 	Imports ImportConfig
+	// Outbound configures alerts, outbound webhooks and billing.
+	Outbound OutboundConfig
 }
 
 // System owns the hollywood engine, the platform actor and the tenant actors. It implements the
@@ -37,6 +39,10 @@ type System struct {
 	platformPID *actor.PID
 	index       atomic.Pointer[platformIndex]
 	imports     *importManager
+	deliveries  *deliveryManager
+	relay       *eventRelay
+	alerts      *alertEvaluator
+	outbounds   sync.Map // owner -> *actor.PID
 
 	mu      sync.Mutex
 	tenants sync.Map // orgID -> *actor.PID
@@ -58,6 +64,10 @@ func NewSystem(cfg Config) *System {
 	s := &System{cfg: cfg, log: cfg.Logger}
 	s.index.Store(buildIndex(supplyplan.NewPlatformState()))
 	s.imports = newImportManager(s, cfg.Imports)
+	s.cfg.Outbound.defaults()
+	s.deliveries = newDeliveryManager(s, &s.cfg.Outbound)
+	s.relay = newEventRelay(s, &s.cfg.Outbound)
+	s.alerts = newAlertEvaluator(s, &s.cfg.Outbound)
 	return s
 }
 
@@ -92,7 +102,7 @@ func (s *System) Open(ctx context.Context) error {
 	if err := s.imports.resume(ctx, orgs); err != nil {
 		return err
 	}
-	return nil
+	return s.openOutbound(ctx, orgs)
 }
 
 // Close drains every actor (pending writes durable, final snapshot) and stops them. Callers stop
@@ -108,8 +118,13 @@ func (s *System) Close(ctx context.Context) error {
 	if err := s.imports.close(ctx); err != nil {
 		s.log.Warn("import jobs did not stop in time", "err", err)
 	}
+	s.closeOutbound(ctx)
 	var pids []*actor.PID
 	s.tenants.Range(func(_, v any) bool {
+		pids = append(pids, v.(*actor.PID))
+		return true
+	})
+	s.outbounds.Range(func(_, v any) bool {
 		pids = append(pids, v.(*actor.PID))
 		return true
 	})
