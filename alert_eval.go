@@ -219,7 +219,9 @@ func (th AlertThresholds) EvaluateItem(it EvalItem, now time.Time, out []Conditi
 	if lvl == nil || p == nil {
 		return out
 	}
-	key := func(kind AlertKind) AlertKey { return AlertKey{Kind: string(kind), Product: p.ID, Location: lvl.LocationID} }
+	key := func(kind AlertKind) AlertKey {
+		return AlertKey{Kind: string(kind), Product: p.ID, Location: lvl.LocationID}
+	}
 	rate := th.WeeklyRate(it, now)
 	daily := rate / 7
 	avail := lvl.Available()

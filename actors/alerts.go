@@ -292,7 +292,9 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 	return rep, nil
 }
 
-func isAlertKind(k string) bool { return slices.Contains(supplyplan.AlertKinds, supplyplan.AlertKind(k)) }
+func isAlertKind(k string) bool {
+	return slices.Contains(supplyplan.AlertKinds, supplyplan.AlertKind(k))
+}
 
 func compareStrings(a, b string) int {
 	switch {

@@ -15,8 +15,8 @@ import (
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/actors"
 	"github.com/supplyplan/supplyplan/analytics"
-	"github.com/supplyplan/supplyplan/outbound"
 	sphttp "github.com/supplyplan/supplyplan/http"
+	"github.com/supplyplan/supplyplan/outbound"
 	"github.com/supplyplan/supplyplan/streams"
 )
 
