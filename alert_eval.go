@@ -175,7 +175,7 @@ func cost(p *Product) (float64, bool) {
 	return price(p)
 }
 
-func roundPtr(v float64) *float64 { v = math.Round(v*100) / 100; return &v }
+func round2Ptr(v float64) *float64 { v = math.Round(v*100) / 100; return &v }
 
 // completeWeeks returns the history weeks before the current week.
 func completeWeeks(h []WeekValue, current time.Time) []WeekValue {
@@ -240,7 +240,7 @@ func (th AlertThresholds) EvaluateItem(it EvalItem, now time.Time, out []Conditi
 	stockout := avail <= 0 && horizon > 0
 	if stockout {
 		v := rate * unitPrice
-		out = append(out, Condition{Key: key(AlertStockout), State: CondOn, Value: roundPtr(v),
+		out = append(out, Condition{Key: key(AlertStockout), State: CondOn, Value: round2Ptr(v),
 			Severity: th.SeverityOf(urgencyImmediate, v, priced),
 			Message: fmt.Sprintf("Stockout: %s at %s has %g available with %.1f units/week of demand forecast",
 				name, lvl.LocationID, avail, rate)})
@@ -274,7 +274,7 @@ func (th AlertThresholds) EvaluateItem(it EvalItem, now time.Time, out []Conditi
 			}
 			short := math.Max(0, rp-projected)
 			v := short * unitPrice
-			out = append(out, Condition{Key: key(AlertLowATP), State: st, Value: roundPtr(v), Severity: th.SeverityOf(urg, v, priced),
+			out = append(out, Condition{Key: key(AlertLowATP), State: st, Value: round2Ptr(v), Severity: th.SeverityOf(urg, v, priced),
 				Message: fmt.Sprintf("Low ATP: %s at %s will have %.1f available-to-promise over its %d-day lead time, below the reorder point %g",
 					name, lvl.LocationID, projected, lt, rp)})
 		}
@@ -292,7 +292,7 @@ func (th AlertThresholds) EvaluateItem(it EvalItem, now time.Time, out []Conditi
 		case c.days <= 30:
 			urg = urgencyMedium
 		}
-		out = append(out, Condition{Key: key(AlertExpiry), State: CondOn, Value: roundPtr(v), Severity: th.SeverityOf(urg, v, costed),
+		out = append(out, Condition{Key: key(AlertExpiry), State: CondOn, Value: round2Ptr(v), Severity: th.SeverityOf(urg, v, costed),
 			Message: fmt.Sprintf("Expiry: %.1f units of %s at %s will expire before they sell (lot %s expires in %.0f days)",
 				c.units, name, lvl.LocationID, c.lot, c.days)})
 	}
@@ -305,7 +305,7 @@ func (th AlertThresholds) EvaluateItem(it EvalItem, now time.Time, out []Conditi
 		old := (len(h) > 0 && !h[0].Week.After(from)) || (len(it.History) == 0 && !p.CreatedAt.IsZero() && !p.CreatedAt.After(from))
 		if old && weeklySum(h, cur, th.SlowMovingWeeks) <= 0 {
 			v := lvl.QuantityOnHand * unitCost
-			out = append(out, Condition{Key: key(AlertSlowMoving), State: CondOn, Value: roundPtr(v), Severity: th.SeverityOf(urgencyLow, v, costed),
+			out = append(out, Condition{Key: key(AlertSlowMoving), State: CondOn, Value: round2Ptr(v), Severity: th.SeverityOf(urgencyLow, v, costed),
 				Message: fmt.Sprintf("Slow-moving: %g units of %s at %s and no demand for %d weeks",
 					lvl.QuantityOnHand, name, lvl.LocationID, th.SlowMovingWeeks)})
 		}
@@ -324,7 +324,7 @@ func (th AlertThresholds) EvaluateItem(it EvalItem, now time.Time, out []Conditi
 		if st != CondOff {
 			excess := math.Max(0, avail-th.OverstockCoverWeeks*rate)
 			v := excess * unitCost
-			out = append(out, Condition{Key: key(AlertOverstock), State: st, Value: roundPtr(v), Severity: th.SeverityOf(urgencyLow, v, costed),
+			out = append(out, Condition{Key: key(AlertOverstock), State: st, Value: round2Ptr(v), Severity: th.SeverityOf(urgencyLow, v, costed),
 				Message: fmt.Sprintf("Overstock: %s at %s covers %.1f weeks of demand (%g available, %.1f units/week)",
 					name, lvl.LocationID, cover, avail, rate)})
 		}
@@ -435,7 +435,7 @@ func (th AlertThresholds) EvaluateSeries(s EvalSeries, now time.Time, out []Cond
 		if a < f.Lower[0] || a > f.Upper[0] {
 			off := a - f.Quantity[0]
 			v := math.Abs(off) * unitPrice
-			dev = &Condition{Key: key, State: CondOn, Value: roundPtr(v), Severity: th.SeverityOf(urgencyMedium, v, priced),
+			dev = &Condition{Key: key, State: CondOn, Value: round2Ptr(v), Severity: th.SeverityOf(urgencyMedium, v, priced),
 				Message: fmt.Sprintf("Forecast deviation: %s at %s (%s) sold %g last week, outside the forecast interval %.1f to %.1f",
 					name, s.Key.Location, s.Key.Channel, a, f.Lower[0], f.Upper[0])}
 		}
@@ -471,7 +471,7 @@ func (th AlertThresholds) EvaluateSeries(s EvalSeries, now time.Time, out []Cond
 					dir = "below"
 				}
 				v := math.Abs(sumErr) * unitPrice
-				dev = &Condition{Key: key, State: st, Value: roundPtr(v), Severity: th.SeverityOf(urgencyMedium, v, priced),
+				dev = &Condition{Key: key, State: st, Value: round2Ptr(v), Severity: th.SeverityOf(urgencyMedium, v, priced),
 					Message: fmt.Sprintf("Forecast deviation: %s at %s (%s) sold %.0f%% %s forecast over the last %d weeks",
 						name, s.Key.Location, s.Key.Channel, math.Abs(bias)*100, dir, n)}
 			}

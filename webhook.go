@@ -31,7 +31,7 @@ var (
 		EventDemandStockoutRisk, EventAlertTriggered, EventSubscriptionUpdated,
 		"recommendation.created", "recommendation.approved", "recommendation.rejected",
 		"recommendation.executed", "recommendation.expired",
-		"transfer.created", "transfer.updated", "transfer.completed", "transfer.cancelled"}
+		"transfer.created", "transfer.updated", "transfer.in_transit", "transfer.received", "transfer.cancelled"}
 )
 
 // RegisterWebhookEventType adds an event type endpoints may subscribe to (idempotent).

@@ -252,7 +252,7 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 		p := snap.products[l.SKU]
 		it := supplyplan.EvalItem{Product: p, Level: l, LeadTimeDays: leadOf(l.SKU),
 			InboundDue: snap.inbound[supplyplan.InventoryKey(l.SKU, l.LocationID)], History: hist[itemKeys[i]]}
-		if a.cfg.Forecaster != nil {
+		if a.sys.cfg.Forecaster != nil {
 			h := max(th.StockoutHorizonWeeks, (it.LeadTimeDays+6)/7)
 			it.Forecast = a.forecast(ctx, org, itemKeys[i], h, supplyplan.WeekStart(now))
 		}
@@ -264,7 +264,7 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 	last := supplyplan.WeekStart(now).AddDate(0, 0, -7)
 	for _, k := range seriesKeys {
 		s := supplyplan.EvalSeries{Key: k, Product: snap.products[k.SKU], History: seriesHist[k]}
-		if a.cfg.Forecaster != nil {
+		if a.sys.cfg.Forecaster != nil {
 			s.LastWeek = a.forecast(ctx, org, k, 1, last)
 		}
 		conds = th.EvaluateSeries(s, now, conds)
@@ -388,7 +388,7 @@ func (a *alertEvaluator) forecast(ctx context.Context, org string, key supplypla
 		return f
 	}
 	a.fcMu.Unlock()
-	f, err := a.cfg.Forecaster.ForecastSeries(ctx, org, key, horizon, asOf)
+	f, err := a.sys.cfg.Forecaster.ForecastSeries(ctx, org, key, horizon, asOf)
 	var out *supplyplan.SeriesForecast
 	if err == nil {
 		out = &f

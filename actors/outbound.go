@@ -18,9 +18,6 @@ type OutboundConfig struct {
 	Sender supplyplan.Sender
 	// Gate keeps cooldown state outside the process (Redis); nil keeps it in the outbound journal.
 	Gate supplyplan.AlertGate
-	// Forecaster, when set, gives the demand forecasts alert evaluation uses; without it the rate
-	// is a moving average of recent weeks and the forecast-interval check is off.
-	Forecaster supplyplan.Forecaster
 	Thresholds supplyplan.AlertThresholds
 	Plans      supplyplan.PlansConfig
 	// Retry policies of webhook (endpoints, fixed URLs) and alert deliveries.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/anthdm/hollywood/actor"
 
@@ -27,6 +28,10 @@ type Config struct {
 	Imports ImportConfig
 	// Outbound configures alerts, outbound webhooks and billing.
 	Outbound OutboundConfig
+	// Forecaster predicts demand for transfers (nil: no demand is forecast).
+	Forecaster supplyplan.Forecaster
+	// Transfers configures transfer recommendations.
+	Transfers TransferConfig
 }
 
 // System owns the hollywood engine, the platform actor and the tenant actors. It implements the
@@ -43,6 +48,8 @@ type System struct {
 	relay       *eventRelay
 	alerts      *alertEvaluator
 	outbounds   sync.Map // owner -> *actor.PID
+	stop        chan struct{}
+	background  sync.WaitGroup
 
 	mu      sync.Mutex
 	tenants sync.Map // orgID -> *actor.PID
@@ -61,7 +68,8 @@ func NewSystem(cfg Config) *System {
 	if cfg.SnapshotEvery <= 0 {
 		cfg.SnapshotEvery = 10000
 	}
-	s := &System{cfg: cfg, log: cfg.Logger}
+	cfg.Transfers = cfg.Transfers.withDefaults()
+	s := &System{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	s.index.Store(buildIndex(supplyplan.NewPlatformState()))
 	s.imports = newImportManager(s, cfg.Imports)
 	s.cfg.Outbound.defaults()
@@ -102,7 +110,28 @@ func (s *System) Open(ctx context.Context) error {
 	if err := s.imports.resume(ctx, orgs); err != nil {
 		return err
 	}
+	s.every(s.cfg.Transfers.SweepEvery, s.sweepRecommendations)
 	return s.openOutbound(ctx, orgs)
+}
+
+// every runs fn on a ticker until Close.
+func (s *System) every(d time.Duration, fn func(context.Context)) {
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				fn(ctx)
+				cancel()
+			}
+		}
+	}()
 }
 
 // Close drains every actor (pending writes durable, final snapshot) and stops them. Callers stop
@@ -115,6 +144,8 @@ func (s *System) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	close(s.stop)
+	s.background.Wait()
 	if err := s.imports.close(ctx); err != nil {
 		s.log.Warn("import jobs did not stop in time", "err", err)
 	}

@@ -48,6 +48,7 @@ type Services struct {
 	Alerts      supplyplan.AlertService
 	Webhooks    supplyplan.WebhookService
 	Billing     supplyplan.BillingService
+	Transfers   supplyplan.TransferService
 }
 
 // Server is the REST API.

@@ -28,24 +28,29 @@ type Config struct {
 	ImportChunk    int
 	ImportWorkers  int
 
-	SMTPAddr           string
-	SMTPFrom           string
-	SMTPUsername       string
-	SMTPPassword       string
-	SMTPStartTLS       string
-	SMTPInsecure       bool
-	WebhookAllowPriv   bool
-	WebhookTimeout     time.Duration
-	DeliveryWorkers    int
-	RetryBase          time.Duration
-	WebhookMaxAttempts int
-	AlertMaxAttempts   int
-	AlertEvalInterval  time.Duration
-	AlertThresholds    string
-	PlansFile          string
-	PaymentSecret      string
-	OpsAlertURL        string
-	FederationSecret   string
+	SMTPAddr               string
+	SMTPFrom               string
+	SMTPUsername           string
+	SMTPPassword           string
+	SMTPStartTLS           string
+	SMTPInsecure           bool
+	WebhookAllowPriv       bool
+	WebhookTimeout         time.Duration
+	DeliveryWorkers        int
+	RetryBase              time.Duration
+	WebhookMaxAttempts     int
+	AlertMaxAttempts       int
+	AlertEvalInterval      time.Duration
+	AlertThresholds        string
+	PlansFile              string
+	PaymentSecret          string
+	OpsAlertURL            string
+	FederationSecret       string
+	RecommendationExpiry   time.Duration
+	TransferWindowWeeks    int
+	TransferLeadTimeDays   float64
+	TransferCostPerUnit    float64
+	TransferMinStockDiffPc float64
 }
 
 // DefaultConfig returns the embedded defaults, overridden by the environment.
@@ -70,24 +75,29 @@ func DefaultConfig() Config {
 		ImportChunk:    envInt("SUPPLYPLAN_IMPORT_CHUNK", 5000),
 		ImportWorkers:  envInt("SUPPLYPLAN_IMPORT_WORKERS", 2),
 
-		SMTPAddr:           envString("SUPPLYPLAN_SMTP_ADDR", ""),
-		SMTPFrom:           envString("SUPPLYPLAN_SMTP_FROM", "supplyplan@localhost"),
-		SMTPUsername:       envString("SUPPLYPLAN_SMTP_USERNAME", ""),
-		SMTPPassword:       envString("SUPPLYPLAN_SMTP_PASSWORD", ""),
-		SMTPStartTLS:       envString("SUPPLYPLAN_SMTP_STARTTLS", "auto"),
-		SMTPInsecure:       envBool("SUPPLYPLAN_SMTP_INSECURE_SKIP_VERIFY", false),
-		WebhookAllowPriv:   envBool("SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE", false),
-		WebhookTimeout:     envDuration("SUPPLYPLAN_WEBHOOK_TIMEOUT", 10*time.Second),
-		DeliveryWorkers:    envInt("SUPPLYPLAN_DELIVERY_WORKERS", 16),
-		RetryBase:          envDuration("SUPPLYPLAN_RETRY_BASE", 30*time.Second),
-		WebhookMaxAttempts: envInt("SUPPLYPLAN_WEBHOOK_MAX_ATTEMPTS", 12),
-		AlertMaxAttempts:   envInt("SUPPLYPLAN_ALERT_MAX_ATTEMPTS", 5),
-		AlertEvalInterval:  envDuration("SUPPLYPLAN_ALERT_EVAL_INTERVAL", 15*time.Minute),
-		AlertThresholds:    envString("SUPPLYPLAN_ALERT_THRESHOLDS", ""),
-		PlansFile:          envString("SUPPLYPLAN_PLANS_FILE", ""),
-		PaymentSecret:      envString("PAYMENT_PROVIDER_WEBHOOK_SECRET", ""),
-		OpsAlertURL:        envString("SUPPLYPLAN_OPS_ALERT_URL", ""),
-		FederationSecret:   envString("SUPPLYPLAN_FEDERATION_WEBHOOK_SECRET", ""),
+		SMTPAddr:               envString("SUPPLYPLAN_SMTP_ADDR", ""),
+		SMTPFrom:               envString("SUPPLYPLAN_SMTP_FROM", "supplyplan@localhost"),
+		SMTPUsername:           envString("SUPPLYPLAN_SMTP_USERNAME", ""),
+		SMTPPassword:           envString("SUPPLYPLAN_SMTP_PASSWORD", ""),
+		SMTPStartTLS:           envString("SUPPLYPLAN_SMTP_STARTTLS", "auto"),
+		SMTPInsecure:           envBool("SUPPLYPLAN_SMTP_INSECURE_SKIP_VERIFY", false),
+		WebhookAllowPriv:       envBool("SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE", false),
+		WebhookTimeout:         envDuration("SUPPLYPLAN_WEBHOOK_TIMEOUT", 10*time.Second),
+		DeliveryWorkers:        envInt("SUPPLYPLAN_DELIVERY_WORKERS", 16),
+		RetryBase:              envDuration("SUPPLYPLAN_RETRY_BASE", 30*time.Second),
+		WebhookMaxAttempts:     envInt("SUPPLYPLAN_WEBHOOK_MAX_ATTEMPTS", 12),
+		AlertMaxAttempts:       envInt("SUPPLYPLAN_ALERT_MAX_ATTEMPTS", 5),
+		AlertEvalInterval:      envDuration("SUPPLYPLAN_ALERT_EVAL_INTERVAL", 15*time.Minute),
+		AlertThresholds:        envString("SUPPLYPLAN_ALERT_THRESHOLDS", ""),
+		PlansFile:              envString("SUPPLYPLAN_PLANS_FILE", ""),
+		PaymentSecret:          envString("PAYMENT_PROVIDER_WEBHOOK_SECRET", ""),
+		OpsAlertURL:            envString("SUPPLYPLAN_OPS_ALERT_URL", ""),
+		FederationSecret:       envString("SUPPLYPLAN_FEDERATION_WEBHOOK_SECRET", ""),
+		RecommendationExpiry:   envDuration("SUPPLYPLAN_RECOMMENDATION_EXPIRY", 72*time.Hour),
+		TransferWindowWeeks:    envInt("SUPPLYPLAN_TRANSFER_WINDOW_WEEKS", 8),
+		TransferLeadTimeDays:   envFloat("SUPPLYPLAN_TRANSFER_LEAD_TIME_DAYS", 3),
+		TransferCostPerUnit:    envFloat("SUPPLYPLAN_TRANSFER_COST_PER_UNIT", 0.5),
+		TransferMinStockDiffPc: envFloat("SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT", 0.2),
 	}
 }
 
@@ -108,6 +118,11 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.ImportMaxBytes, "import-max-bytes", c.ImportMaxBytes, "largest import request body in bytes; more is 413 (SUPPLYPLAN_IMPORT_MAX_BYTES)")
 	fs.IntVar(&c.ImportChunk, "import-chunk", c.ImportChunk, "rows applied per tenant transaction by an import job (SUPPLYPLAN_IMPORT_CHUNK)")
 	fs.IntVar(&c.ImportWorkers, "import-workers", c.ImportWorkers, "import jobs running at once across tenants (SUPPLYPLAN_IMPORT_WORKERS)")
+	fs.DurationVar(&c.RecommendationExpiry, "recommendation-expiry", c.RecommendationExpiry, "how long a PENDING transfer recommendation stays actionable (SUPPLYPLAN_RECOMMENDATION_EXPIRY)")
+	fs.IntVar(&c.TransferWindowWeeks, "transfer-window-weeks", c.TransferWindowWeeks, "weeks of stock projection behind transfer recommendations (SUPPLYPLAN_TRANSFER_WINDOW_WEEKS)")
+	fs.Float64Var(&c.TransferLeadTimeDays, "transfer-lead-time-days", c.TransferLeadTimeDays, "days a transfer takes to arrive (SUPPLYPLAN_TRANSFER_LEAD_TIME_DAYS)")
+	fs.Float64Var(&c.TransferCostPerUnit, "transfer-cost-per-unit", c.TransferCostPerUnit, "cost of moving one unit, for estimatedROI (SUPPLYPLAN_TRANSFER_COST_PER_UNIT)")
+	fs.Float64Var(&c.TransferMinStockDiffPc, "transfer-min-stock-difference-pct", c.TransferMinStockDiffPc, "default minStockDifferencePct of recommendation requests (SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
 	fs.StringVar(&c.SMTPAddr, "smtp-addr", c.SMTPAddr, "SMTP server host:port for EMAIL alert destinations; empty: e-mail deliveries fail (SUPPLYPLAN_SMTP_ADDR)")
 	fs.StringVar(&c.SMTPFrom, "smtp-from", c.SMTPFrom, "From address of alert e-mails (SUPPLYPLAN_SMTP_FROM)")
@@ -158,6 +173,15 @@ func envDuration(name string, def time.Duration) time.Duration {
 	if v, ok := os.LookupEnv(name); ok && v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			return d
+		}
+	}
+	return def
+}
+
+func envFloat(name string, def float64) float64 {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
 		}
 	}
 	return def
