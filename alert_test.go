@@ -111,7 +111,10 @@ func kinds(conds []Condition) map[string]Condition {
 func TestEvaluateItemTable(t *testing.T) {
 	th := DefaultAlertThresholds()
 	prod := &Product{ID: "P1", SKU: "P1", UnitPrice: f64(50), UnitCost: f64(20), CreatedAt: evalNow.AddDate(-1, 0, 0)}
-	exp := func(days float64) *time.Time { t := evalNow.Add(time.Duration(days * 24 * float64(time.Hour))); return &t }
+	exp := func(days float64) *time.Time {
+		t := evalNow.Add(time.Duration(days * 24 * float64(time.Hour)))
+		return &t
+	}
 	flat := weeksOf(10, 10, 10, 10, 10, 10, 10, 10) // 10 units/week
 	cases := []struct {
 		name string

@@ -17,7 +17,7 @@ type OutboundConfig struct {
 	// Sender performs deliveries (HTTP and SMTP); nil records every attempt as failed.
 	Sender supplyplan.Sender
 	// Gate keeps cooldown state outside the process (Redis); nil keeps it in the outbound journal.
-	Gate supplyplan.AlertGate
+	Gate       supplyplan.AlertGate
 	Thresholds supplyplan.AlertThresholds
 	Plans      supplyplan.PlansConfig
 	// Retry policies of webhook (endpoints, fixed URLs) and alert deliveries.
