@@ -30,7 +30,7 @@ func paymentBody(id, typ string, created time.Time, obj map[string]any) []byte {
 func subscription(org, customer, price, status string) map[string]any {
 	o := map[string]any{"id": "sub_123", "object": "subscription", "customer": customer, "status": status,
 		"current_period_end": time.Now().Add(30 * 24 * time.Hour).Unix(),
-		"items": map[string]any{"object": "list", "data": []any{map[string]any{"price": map[string]any{"id": price, "lookup_key": nil}}}}}
+		"items":              map[string]any{"object": "list", "data": []any{map[string]any{"price": map[string]any{"id": price, "lookup_key": nil}}}}}
 	if org != "" {
 		o["metadata"] = map[string]string{"organizationId": org}
 	}
@@ -63,7 +63,9 @@ func TestPaymentWebhookSignaturesAndEntitlements(t *testing.T) {
 			t.Fatalf("%s signature: %d %s", name, r.Status, r.Body)
 		}
 	}
-	sign := func(b []byte) string { return supplyplan.PaymentSignatureHeader(b, time.Now(), "whsec_rotated", testPaymentSecret) }
+	sign := func(b []byte) string {
+		return supplyplan.PaymentSignatureHeader(b, time.Now(), "whsec_rotated", testPaymentSecret)
+	}
 	r := s.payment(t, created, sign(created)).Must(t, 200)
 	if str(r, "result", "status") != "applied" {
 		t.Fatalf("created = %v", r)

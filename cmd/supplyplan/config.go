@@ -28,6 +28,9 @@ type Config struct {
 	ImportChunk    int
 	ImportWorkers  int
 
+	RedisAddr              string
+	RedisPassword          string
+	RedisPrefix            string
 	SMTPAddr               string
 	SMTPFrom               string
 	SMTPUsername           string
@@ -124,6 +127,9 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.TransferCostPerUnit, "transfer-cost-per-unit", c.TransferCostPerUnit, "cost of moving one unit, for estimatedROI (SUPPLYPLAN_TRANSFER_COST_PER_UNIT)")
 	fs.Float64Var(&c.TransferMinStockDiffPc, "transfer-min-stock-difference-pct", c.TransferMinStockDiffPc, "default minStockDifferencePct of recommendation requests (SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
+	fs.StringVar(&c.RedisAddr, "redis-addr", c.RedisAddr, "Redis address (distributed mode: alert cooldown state lives there); empty: embedded (SUPPLYPLAN_REDIS_ADDR)")
+	fs.StringVar(&c.RedisPassword, "redis-password", c.RedisPassword, "Redis password (SUPPLYPLAN_REDIS_PASSWORD)")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key (SUPPLYPLAN_REDIS_PREFIX)")
 	fs.StringVar(&c.SMTPAddr, "smtp-addr", c.SMTPAddr, "SMTP server host:port for EMAIL alert destinations; empty: e-mail deliveries fail (SUPPLYPLAN_SMTP_ADDR)")
 	fs.StringVar(&c.SMTPFrom, "smtp-from", c.SMTPFrom, "From address of alert e-mails (SUPPLYPLAN_SMTP_FROM)")
 	fs.StringVar(&c.SMTPUsername, "smtp-username", c.SMTPUsername, "SMTP PLAIN auth user; empty: no auth (SUPPLYPLAN_SMTP_USERNAME)")

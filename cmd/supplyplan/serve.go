@@ -17,6 +17,7 @@ import (
 	"github.com/supplyplan/supplyplan/analytics"
 	sphttp "github.com/supplyplan/supplyplan/http"
 	"github.com/supplyplan/supplyplan/outbound"
+	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/streams"
 )
 
@@ -36,6 +37,7 @@ type Main struct {
 	Sender  *outbound.Sender
 
 	unsubscribe func()
+	gate        *redisstore.Gate
 }
 
 // NewMain returns an unopened Main; ready lines ("listening api http://...") go to out.
@@ -146,6 +148,9 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.Sender != nil {
 		m.Sender.Close()
 	}
+	if m.gate != nil {
+		step("redis gate", func() error { return m.gate.Close(ctx) })
+	}
 	if m.Journal != nil {
 		step("journal", m.Journal.Close)
 	}
@@ -243,6 +248,15 @@ func (m *Main) outboundConfig() (actors.OutboundConfig, error) {
 		if ob.Plans, err = supplyplan.ParsePlans(b); err != nil {
 			return ob, fmt.Errorf("--plans-file %s: %w", cfg.PlansFile, err)
 		}
+	}
+	if cfg.RedisAddr != "" {
+		g := redisstore.NewGate(redisstore.GateConfig{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := g.Open(ctx); err != nil {
+			return ob, err
+		}
+		m.gate, ob.Gate = g, g
 	}
 	if cfg.PaymentSecret == "" {
 		m.Log.Info("payment-provider webhook disabled: PAYMENT_PROVIDER_WEBHOOK_SECRET is not set")
