@@ -41,6 +41,8 @@ var benches = []struct {
 	fn   benchFunc
 }{
 	{"api", benchAPI},
+	{"deliveries", benchDeliveries},
+	{"alerteval", benchAlertEval},
 }
 
 // env is what every benchmark gets.
