@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,6 +241,15 @@ func TestAlertCooldownTriggerAndHistory(t *testing.T) {
 	if tr["success"] != true || str(tr, "alert", "type") != "lowAtp" || str(tr, "alert", "productMasterId") != "P1" || tr["alert"].(map[string]any)["delivered"] != false {
 		t.Fatalf("trigger = %v", tr)
 	}
+	// The 404 destination is disabled and the config says why.
+	eventually(t, 10*time.Second, func() error {
+		cfg := s.Do("GET", "/api/admin/alerts/config", admin, nil).Must(t, 200)
+		d := cfg["config"].(map[string]any)["destinations"].([]any)[0].(map[string]any)
+		if d["enabled"] != false || str(d, "disabledReason") == "" {
+			return fmt.Errorf("destination = %v", d)
+		}
+		return nil
+	})
 	r := s.Do("POST", "/api/admin/alerts/trigger", admin, body)
 	if r.Status != 429 || r.Code() != "RATE_LIMITED" {
 		t.Fatalf("second trigger within cooldown: %d %s", r.Status, r.Body)
@@ -266,12 +276,14 @@ func TestAlertCooldownTriggerAndHistory(t *testing.T) {
 		t.Fatalf("manager trigger: %d", r.Status)
 	}
 
-	// The 404 destination is disabled and the config says why; the chat one got every alert.
+	// The chat destination got every alert.
 	eventually(t, 10*time.Second, func() error {
-		cfg := s.Do("GET", "/api/admin/alerts/config", admin, nil).Must(t, 200)
-		d := cfg["config"].(map[string]any)["destinations"].([]any)[0].(map[string]any)
-		if d["enabled"] != false || str(d, "disabledReason") == "" || len(chat.OK()) != 3 {
-			return fmt.Errorf("destination = %v, chat %d", d, len(chat.OK()))
+		if len(chat.OK()) != 3 {
+			return fmt.Errorf("chat %d", len(chat.OK()))
+		}
+		h := s.Do("GET", "/api/admin/alerts/history?delivered=true", admin, nil).Must(t, 200)
+		if len(list(h, "alerts")) != 2 {
+			return fmt.Errorf("delivered = %v", h)
 		}
 		return nil
 	})
@@ -319,4 +331,60 @@ func TestAlertCooldownTriggerAndHistory(t *testing.T) {
 			t.Fatalf("%v: %d %s", c, r.Status, r.Body)
 		}
 	}
+}
+
+// TestKill9KeepsPendingDeliveries: with the receiver failing, deliveries and import events are
+// pending when the binary is killed with SIGKILL; after the restart every one arrives, signed.
+func TestKill9KeepsPendingDeliveries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the binary")
+	}
+	rcv := startReceiver(t)
+	rcv.SetStatus(func(int) int { return 503 })
+	data := t.TempDir()
+	flags := []string{"--webhook-allow-private", "--retry-base", "1s", "--alert-eval-interval", "-1s"}
+	p := startProc(t, data, flags...)
+	hdr := map[string]string{"Authorization": "Bearer " + p.Creds.Keys["ADMIN"]}
+	ep := doRequest(t, p.URL, "POST", "/api/webhooks/endpoints", hdr, map[string]any{"url": rcv.URL, "eventTypes": []string{"import.*", "alert.triggered"}}).Must(t, 201)
+	rcv.SetSecrets(str(ep, "secret"))
+	imp := map[string]string{"x-api-key": p.Creds.Keys["import"]}
+	for i := range 3 {
+		doRequest(t, p.URL, "POST", "/api/import/catalog", imp, map[string]any{"products": []map[string]any{{"externalId": fmt.Sprintf("K%d", i)}}}).Must(t, 202)
+	}
+	for i := range 5 {
+		doRequest(t, p.URL, "POST", "/api/admin/alerts/trigger", hdr, map[string]any{"type": "expiry", "severity": "LOW",
+			"message": fmt.Sprintf("m%d", i), "channelId": fmt.Sprint(i)}).Must(t, 201)
+	}
+	eventually(t, 20*time.Second, func() error {
+		if n := len(rcv.Messages()); n < 8 {
+			return fmt.Errorf("%d failed attempts so far", n)
+		}
+		return nil
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exit
+	rcv.SetStatus(nil)
+	startProc(t, data, flags...)
+	eventually(t, 30*time.Second, func() error {
+		imports, alerts := map[string]bool{}, map[string]bool{}
+		for _, m := range rcv.OK() {
+			if !m.Verified {
+				return fmt.Errorf("unverified delivery")
+			}
+			var pl struct{ Type string }
+			_ = json.Unmarshal(m.Body, &pl)
+			id := m.Header.Get("webhook-id")
+			if pl.Type == "alert.triggered" {
+				alerts[id] = true
+			} else {
+				imports[id] = true
+			}
+		}
+		if len(imports) != 3 || len(alerts) != 5 {
+			return fmt.Errorf("delivered %d import events and %d alerts after the restart", len(imports), len(alerts))
+		}
+		return nil
+	})
 }
