@@ -48,6 +48,8 @@ type System struct {
 	relay       *eventRelay
 	alerts      *alertEvaluator
 	outbounds   sync.Map // owner -> *actor.PID
+	fc          *forecaster
+	changes     *changeRecorder
 	stop        chan struct{}
 	background  sync.WaitGroup
 
@@ -76,6 +78,11 @@ func NewSystem(cfg Config) *System {
 	s.deliveries = newDeliveryManager(s, &s.cfg.Outbound)
 	s.relay = newEventRelay(s, &s.cfg.Outbound)
 	s.alerts = newAlertEvaluator(s, &s.cfg.Outbound)
+	s.fc = newForecaster(s)
+	s.changes = newChangeRecorder(s)
+	if s.cfg.Forecaster == nil {
+		s.cfg.Forecaster = s // the built-in engine, unless a test plugs another
+	}
 	return s
 }
 
@@ -146,6 +153,7 @@ func (s *System) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	close(s.stop)
 	s.background.Wait()
+	s.changes.close()
 	if err := s.imports.close(ctx); err != nil {
 		s.log.Warn("import jobs did not stop in time", "err", err)
 	}

@@ -49,6 +49,7 @@ type Services struct {
 	Webhooks    supplyplan.WebhookService
 	Billing     supplyplan.BillingService
 	Transfers   supplyplan.TransferService
+	Forecast    supplyplan.ForecastService
 }
 
 // Server is the REST API.

@@ -1,11 +1,36 @@
 #!/usr/bin/env bash
-# Installs and starts the real servers the integration tests use. Idempotent.
-#  - Redis on 127.0.0.1:16379 (scripts/redis.sh) for the redisstore and distributed-mode tests.
-# Under CI a failure here fails the run; otherwise the tests that need a missing part say so.
+# Installs and starts the real servers the integration tests use, on private ports (never the
+# system-wide services), and writes their addresses to bin/test-deps.env, which `make test` loads
+# into the environment of `go test`. Idempotent: servers already running are reused.
+#
+#   ClickHouse: scripts/clickhouse.sh (127.0.0.1:19000) -> SUPPLYPLAN_TEST_CLICKHOUSE_ADDR
+#   Redis:      scripts/redis.sh      (127.0.0.1:16379) -> SUPPLYPLAN_TEST_REDIS_ADDR
+#
+# When a server cannot be started the script fails if CI is set; otherwise it warns, and the tests
+# that need the server skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -n "${CI:-}" ]; then
-  bash scripts/redis.sh start
+mkdir -p bin
+env_file=bin/test-deps.env
+tmp="$env_file.tmp"
+: >"$tmp"
+
+if ch_addr=$(bash scripts/clickhouse.sh start); then
+	echo "SUPPLYPLAN_TEST_CLICKHOUSE_ADDR=$ch_addr" >>"$tmp"
+elif [ -n "${CI:-}" ]; then
+	echo "test-deps: ClickHouse did not start (CI is set)" >&2
+	exit 1
 else
-  bash scripts/redis.sh start || echo "test-deps: Redis unavailable; Redis tests will skip" >&2
+	echo "test-deps: WARNING: ClickHouse did not start; its tests will skip" >&2
 fi
+
+if bash scripts/redis.sh start; then
+	echo "SUPPLYPLAN_TEST_REDIS_ADDR=127.0.0.1:${REDIS_PORT:-16379}" >>"$tmp"
+elif [ -n "${CI:-}" ]; then
+	echo "test-deps: Redis did not start (CI is set)" >&2
+	exit 1
+else
+	echo "test-deps: WARNING: Redis did not start; its tests will skip" >&2
+fi
+
+mv "$tmp" "$env_file"

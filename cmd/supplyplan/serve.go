@@ -106,7 +106,7 @@ func (m *Main) Open(ctx context.Context) error {
 		ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
 		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret},
 		sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
-			Imports: m.System, Demand: m.System, Transfers: m.System,
+			Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System,
 			Alerts: m.System, Webhooks: m.System, Billing: m.System})
 	if err := m.API.Open(); err != nil {
 		return err
