@@ -27,21 +27,11 @@ type alertEvaluator struct {
 	sem     chan struct{}
 	wg      sync.WaitGroup
 	stop    chan struct{}
-
-	fcMu    sync.Mutex
-	fcCache map[string]map[fcKey]*supplyplan.SeriesForecast // org -> forecasts
-}
-
-type fcKey struct {
-	key     supplyplan.DemandKey
-	asOf    time.Time
-	horizon int
 }
 
 func newAlertEvaluator(sys *System, cfg *OutboundConfig) *alertEvaluator {
 	return &alertEvaluator{sys: sys, cfg: cfg, timers: map[string]*time.Timer{}, running: map[string]bool{},
-		again: map[string]bool{}, sem: make(chan struct{}, 1), stop: make(chan struct{}),
-		fcCache: map[string]map[fcKey]*supplyplan.SeriesForecast{}}
+		again: map[string]bool{}, sem: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 func (a *alertEvaluator) start() {
@@ -137,12 +127,6 @@ func (a *alertEvaluator) run(org string) {
 
 func (a *alertEvaluator) evaluateNow(ctx context.Context, org string) (supplyplan.EvalReport, error) {
 	return a.evaluate(ctx, org)
-}
-
-func (a *alertEvaluator) forgetForecasts(org string) {
-	a.fcMu.Lock()
-	delete(a.fcCache, org)
-	a.fcMu.Unlock()
 }
 
 // tenantSnapshot is what evaluation reads from a tenant's actor. Values in TenantState maps are
@@ -247,25 +231,50 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 	}
 	rep.Series = len(seriesKeys)
 
+	// Forecasts from the engine (in batches, through its cache): over the longest lead time from
+	// this week for the stock rules, and of last week made before it for the interval check.
+	// Without an engine, or for a series it cannot forecast, the rules use the moving average.
+	last := supplyplan.WeekStart(now).AddDate(0, 0, -7)
+	var itemFc, lastFc map[supplyplan.DemandKey]supplyplan.SeriesForecast
+	if f := a.sys.cfg.Forecaster; f != nil && len(hist) > 0 {
+		horizon := th.StockoutHorizonWeeks
+		for _, d := range snap.leadTimes {
+			horizon = max(horizon, (d+6)/7)
+		}
+		horizon = max(horizon, (th.DefaultLeadTimeDays+6)/7)
+		var withHistory []supplyplan.DemandKey
+		for _, k := range itemKeys {
+			if len(hist[k]) > 0 {
+				withHistory = append(withHistory, k)
+			}
+		}
+		if itemFc, err = supplyplan.ForecastMany(ctx, f, org, withHistory, horizon, now); err != nil {
+			a.sys.log.Warn("alert evaluation without forecasts", "org", org, "err", err)
+		}
+		if lastFc, err = supplyplan.ForecastMany(ctx, f, org, seriesKeys, 1, last); err != nil {
+			a.sys.log.Warn("alert evaluation without last-week forecasts", "org", org, "err", err)
+		}
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+	}
 	var conds []supplyplan.Condition
 	for i, l := range snap.levels {
 		p := snap.products[l.SKU]
 		it := supplyplan.EvalItem{Product: p, Level: l, LeadTimeDays: leadOf(l.SKU),
 			InboundDue: snap.inbound[supplyplan.InventoryKey(l.SKU, l.LocationID)], History: hist[itemKeys[i]]}
-		if a.sys.cfg.Forecaster != nil {
-			h := max(th.StockoutHorizonWeeks, (it.LeadTimeDays+6)/7)
-			it.Forecast = a.forecast(ctx, org, itemKeys[i], h, supplyplan.WeekStart(now))
+		if fc, ok := itemFc[itemKeys[i]]; ok {
+			it.Forecast = &fc
 		}
 		conds = th.EvaluateItem(it, now, conds)
 		if i%1024 == 1023 && ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
 	}
-	last := supplyplan.WeekStart(now).AddDate(0, 0, -7)
 	for _, k := range seriesKeys {
 		s := supplyplan.EvalSeries{Key: k, Product: snap.products[k.SKU], History: seriesHist[k]}
-		if a.sys.cfg.Forecaster != nil {
-			s.LastWeek = a.forecast(ctx, org, k, 1, last)
+		if fc, ok := lastFc[k]; ok {
+			s.LastWeek = &fc
 		}
 		conds = th.EvaluateSeries(s, now, conds)
 	}
@@ -376,28 +385,4 @@ func (a *alertEvaluator) record(ctx context.Context, org string, cfg supplyplan.
 	}
 	a.sys.deliveries.schedule(org, r.ds)
 	return r.alerts, r.events, nil
-}
-
-// forecast returns the engine's forecast of key (cached per organization, key, week and
-// horizon; a demand-history import clears the organization's cache). nil when the engine fails.
-func (a *alertEvaluator) forecast(ctx context.Context, org string, key supplyplan.DemandKey, horizon int, asOf time.Time) *supplyplan.SeriesForecast {
-	ck := fcKey{key: key, asOf: asOf, horizon: horizon}
-	a.fcMu.Lock()
-	if f, ok := a.fcCache[org][ck]; ok {
-		a.fcMu.Unlock()
-		return f
-	}
-	a.fcMu.Unlock()
-	f, err := a.sys.cfg.Forecaster.ForecastSeries(ctx, org, key, horizon, asOf)
-	var out *supplyplan.SeriesForecast
-	if err == nil {
-		out = &f
-	}
-	a.fcMu.Lock()
-	if a.fcCache[org] == nil {
-		a.fcCache[org] = map[fcKey]*supplyplan.SeriesForecast{}
-	}
-	a.fcCache[org][ck] = out
-	a.fcMu.Unlock()
-	return out
 }

@@ -147,11 +147,6 @@ func (s *System) closeOutbound(ctx context.Context) {
 func (s *System) HandleEvent(e supplyplan.DomainEvent) {
 	s.relay.notify(e)
 	if e.OrganizationID != "" && e.OrganizationID != supplyplan.PlatformOwner && evaluationTrigger(e.Type) {
-		if strings.HasPrefix(e.Type, "import.") {
-			if m, ok := e.Data.(map[string]any); ok && fmt.Sprint(m["type"]) == string(supplyplan.ImportDemandHistory) {
-				s.alerts.forgetForecasts(e.OrganizationID)
-			}
-		}
 		s.alerts.schedule(e.OrganizationID)
 	}
 }
