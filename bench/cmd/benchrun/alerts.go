@@ -288,12 +288,12 @@ func benchAlertEval(_ context.Context, e *env) (section, error) {
 	slices.Sort(bt)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "One tenant with %d sku-locations (%d products x %d locations), %d weeks of demand history each (%d rows, loaded through the import API in %s). Alerts were disabled while loading, then enabled; each evaluation is `POST /api/admin/alerts/evaluate` (server-side time from its report: read a snapshot of the tenant in its actor, read %d demand series from the embedded store, evaluate every rule, pass the conditions through the cooldown gate, journal what fires).\n\n",
+	fmt.Fprintf(&b, "One tenant with %d sku-locations (%d products x %d locations), %d weeks of demand history each (%d rows, loaded through the import API in %s). Alerts were disabled while loading, then enabled; each evaluation is `POST /api/admin/alerts/evaluate` (server-side time from its report: read a snapshot of the tenant in its actor, read %d demand series from the embedded store, forecast every sku-location over its lead time and every series' last week with the forecast engine (batched, through the engine's cache), evaluate every rule, pass the conditions through the cooldown gate, journal what fires).\n\n",
 		d.products*d.locations, d.products, d.locations, d.weeks, len(records), loadTook.Round(time.Second), first.Evaluation.Series)
 	b.WriteString("| evaluation | conditions | alerts fired | server time | request time |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| first (every condition starts) | %d | %d | %.0f ms | %s |\n", first.Evaluation.Conditions, first.Evaluation.Fired, first.Evaluation.TookMs, firstWall.Round(time.Millisecond))
 	fmt.Fprintf(&b, "| repeated, nothing new fires (median of 5) | %d | %d | **%.0f ms** | |\n", last.Evaluation.Conditions, last.Evaluation.Fired, steady[len(steady)/2])
-	fmt.Fprintf(&b, "| baseline: the rules alone over the same data in memory (median of 5) | | | %.0f ms | |\n\n", bt[len(bt)/2])
-	fmt.Fprintf(&b, "- a repeated evaluation of 50,000 sku-locations takes %.1fx the pure rule evaluation\n", steady[len(steady)/2]/bt[len(bt)/2])
+	fmt.Fprintf(&b, "| baseline: the rules alone over the same data in memory, moving-average rates, no forecasts (median of 5) | | | %.0f ms | |\n\n", bt[len(bt)/2])
+	fmt.Fprintf(&b, "- a repeated evaluation of 50,000 sku-locations takes %.1fx the pure rule evaluation; the difference is mostly the 100,000 engine forecasts (computed on the first run, cache hits afterwards) and the demand reads\n", steady[len(steady)/2]/bt[len(bt)/2])
 	return section{Title: "Alert evaluation, 50,000 sku-locations", Command: "go run ./bench/cmd/benchrun -only alerteval", Body: b.String()}, nil
 }
