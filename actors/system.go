@@ -50,6 +50,7 @@ type System struct {
 	outbounds   sync.Map // owner -> *actor.PID
 	fc          *forecaster
 	changes     *changeRecorder
+	signals     signalLocks
 	stop        chan struct{}
 	background  sync.WaitGroup
 

@@ -50,6 +50,7 @@ type Services struct {
 	Billing     supplyplan.BillingService
 	Transfers   supplyplan.TransferService
 	Forecast    supplyplan.ForecastService
+	Signals     supplyplan.SignalPublisher
 }
 
 // Server is the REST API.
