@@ -72,7 +72,11 @@ func (a *alertEvaluator) close() {
 }
 
 // schedule asks for an evaluation of org after the debounce delay.
-func (a *alertEvaluator) schedule(org string) {
+func (a *alertEvaluator) schedule(org string) { a.scheduleIn(org, a.cfg.EvalDebounce) }
+
+// scheduleIn asks for an evaluation of org within d (an evaluation already scheduled or running
+// covers the request).
+func (a *alertEvaluator) scheduleIn(org string, d time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -85,7 +89,7 @@ func (a *alertEvaluator) schedule(org string) {
 	if _, ok := a.timers[org]; ok {
 		return
 	}
-	a.timers[org] = time.AfterFunc(a.cfg.EvalDebounce, func() { a.run(org) })
+	a.timers[org] = time.AfterFunc(d, func() { a.run(org) })
 }
 
 func (a *alertEvaluator) run(org string) {

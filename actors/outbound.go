@@ -30,6 +30,8 @@ type OutboundConfig struct {
 	// never). EvalDebounce coalesces the evaluations that data changes ask for (default 500 ms).
 	EvalInterval time.Duration
 	EvalDebounce time.Duration
+	// SignalDebounce is the delay of the evaluation live demand signals ask for (default 5 s).
+	SignalDebounce time.Duration
 	// FederationSecret (whsec_...) signs federation events to merchant webhook URLs.
 	FederationSecret string
 	// OpsAlertURL is a chat incoming hook receiving operations alerts (payment failures).
@@ -62,6 +64,9 @@ func (c *OutboundConfig) defaults() {
 	}
 	if c.EvalDebounce <= 0 {
 		c.EvalDebounce = 500 * time.Millisecond
+	}
+	if c.SignalDebounce <= 0 {
+		c.SignalDebounce = 5 * time.Second
 	}
 	if c.SweepInterval <= 0 {
 		c.SweepInterval = time.Minute

@@ -171,3 +171,40 @@ func TestAlertsEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestDemandSignalEvents: live signals far above the usual weekly demand produce
+// demand_signal.spike_detected and demand_signal.stockout_risk for a subscribed endpoint, once.
+func TestDemandSignalEvents(t *testing.T) {
+	rcv := startReceiver(t)
+	s := MustStart(t, "", outboundTestConfig(""))
+	admin := s.Key("ADMIN")
+	_, secret := createEndpoint(t, s, rcv.URL, "demand_signal.*")
+	rcv.SetSecrets(secret)
+	s.SeedCatalog([]string{"OJ"}, []string{"S1"})
+	s.Import("demand-history", map[string]any{"records": demandWeeks("OJ", "S1", 8, 10)})
+	s.Import("inventory", map[string]any{"levels": []map[string]any{{"skuId": "OJ", "locationId": "S1", "quantityOnHand": 100}}})
+	var sigs []map[string]any
+	for i := range 30 {
+		sigs = append(sigs, map[string]any{"signalId": fmt.Sprintf("pos-%d", i), "skuId": "OJ", "locationId": "S1",
+			"quantity": 10, "occurredAt": time.Now().UTC().Format(time.RFC3339)})
+	}
+	s.Do("POST", "/api/demand/signals", admin, map[string]any{"signals": sigs}).Must(t, 200)
+	eventually(t, 15*time.Second, func() error {
+		if len(rcv.Typed("demand_signal.spike_detected")) != 1 || len(rcv.Typed("demand_signal.stockout_risk")) != 1 {
+			return fmt.Errorf("spike %d, stockout risk %d", len(rcv.Typed("demand_signal.spike_detected")), len(rcv.Typed("demand_signal.stockout_risk")))
+		}
+		return nil
+	})
+	var spike struct {
+		Data map[string]any `json:"data"`
+	}
+	_ = json.Unmarshal(rcv.Typed("demand_signal.spike_detected")[0].Body, &spike)
+	if spike.Data["skuId"] != "OJ" || spike.Data["actualDemand"] != 300.0 || !rcv.Typed("demand_signal.spike_detected")[0].Verified {
+		t.Fatalf("spike = %v", spike.Data)
+	}
+	s.Do("POST", "/api/admin/alerts/evaluate", admin, nil).Must(t, 200)
+	time.Sleep(300 * time.Millisecond)
+	if len(rcv.Typed("demand_signal.spike_detected")) != 1 || len(rcv.Typed("demand_signal.stockout_risk")) != 1 {
+		t.Fatal("signal events repeated")
+	}
+}

@@ -49,6 +49,7 @@ type Config struct {
 	AlertMaxAttempts       int
 	AlertEvalInterval      time.Duration
 	AlertThresholds        string
+	AlertSignalDebounce    time.Duration
 	PlansFile              string
 	PaymentSecret          string
 	OpsAlertURL            string
@@ -154,6 +155,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.WebhookMaxAttempts, "webhook-max-attempts", c.WebhookMaxAttempts, "attempts of a webhook delivery (12: about three days) (SUPPLYPLAN_WEBHOOK_MAX_ATTEMPTS)")
 	fs.IntVar(&c.AlertMaxAttempts, "alert-max-attempts", c.AlertMaxAttempts, "attempts of an alert delivery (SUPPLYPLAN_ALERT_MAX_ATTEMPTS)")
 	fs.DurationVar(&c.AlertEvalInterval, "alert-eval-interval", c.AlertEvalInterval, "scheduled alert evaluation of every tenant; negative: only on data changes (SUPPLYPLAN_ALERT_EVAL_INTERVAL)")
+	fs.DurationVar(&c.AlertSignalDebounce, "alert-signal-debounce", c.AlertSignalDebounce, "delay of the alert evaluation that live demand signals ask for; one per interval under a steady stream (SUPPLYPLAN_ALERT_SIGNAL_DEBOUNCE)")
 	fs.StringVar(&c.AlertThresholds, "alert-thresholds", c.AlertThresholds, "JSON file overriding alert thresholds (docs/alerts.md) (SUPPLYPLAN_ALERT_THRESHOLDS)")
 	fs.StringVar(&c.PlansFile, "plans-file", c.PlansFile, "JSON file mapping billing plans to entitlements and capabilities; empty: the embedded plans.json (SUPPLYPLAN_PLANS_FILE)")
 	fs.StringVar(&c.PaymentSecret, "payment-webhook-secret", c.PaymentSecret, "signing secret of POST /webhooks/payment-provider (PAYMENT_PROVIDER_WEBHOOK_SECRET)")

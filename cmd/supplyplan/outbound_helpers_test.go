@@ -276,6 +276,7 @@ func outboundTestConfig(smtpAddr string) func(*Config) {
 		c.WebhookAllowPriv = true
 		c.RetryBase = 50 * time.Millisecond
 		c.AlertEvalInterval = -1
+		c.AlertSignalDebounce = 100 * time.Millisecond
 		c.SMTPAddr = smtpAddr
 		c.SMTPFrom = "alerts@supplyplan.test"
 		c.WebhookTimeout = 5 * time.Second

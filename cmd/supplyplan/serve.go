@@ -236,7 +236,7 @@ func (m *Main) outboundConfig() (actors.OutboundConfig, error) {
 		SMTPAddr: cfg.SMTPAddr, SMTPFrom: cfg.SMTPFrom, SMTPUsername: cfg.SMTPUsername, SMTPPassword: cfg.SMTPPassword,
 		SMTPStartTLS: cfg.SMTPStartTLS, SMTPInsecure: cfg.SMTPInsecure})
 	ob := actors.OutboundConfig{Sender: m.Sender, Workers: cfg.DeliveryWorkers, AttemptTimeout: cfg.WebhookTimeout,
-		EvalInterval: cfg.AlertEvalInterval, OpsAlertURL: cfg.OpsAlertURL, FederationSecret: cfg.FederationSecret,
+		EvalInterval: cfg.AlertEvalInterval, SignalDebounce: cfg.AlertSignalDebounce, OpsAlertURL: cfg.OpsAlertURL, FederationSecret: cfg.FederationSecret,
 		Thresholds: supplyplan.DefaultAlertThresholds(), Plans: supplyplan.DefaultPlans()}
 	switch cfg.SMTPStartTLS {
 	case "auto", "always", "never":
