@@ -313,6 +313,9 @@ type Alert struct {
 	// Source is "evaluation" or "manual"; Value is the money (or units) at stake used for severity.
 	Source string   `json:"source"`
 	Value  *float64 `json:"value,omitempty"`
+	// Suppressed is set on an alert kept in history but sent nowhere because its evaluation fired
+	// more than maxDeliveredPerEvaluation alerts (the most severe ones were sent).
+	Suppressed bool `json:"suppressed,omitempty"`
 }
 
 // Refresh recomputes Delivered and DeliveredAt from the destinations: an alert is delivered when

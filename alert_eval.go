@@ -43,6 +43,9 @@ type AlertThresholds struct {
 	// it clears above StockoutRiskReleaseDays.
 	StockoutRiskDays        float64 `json:"stockoutRiskDays"`
 	StockoutRiskReleaseDays float64 `json:"stockoutRiskReleaseDays"`
+	// MaxDeliveredPerEvaluation caps the alerts one evaluation of a tenant sends (the most severe
+	// first); the others are kept in history, marked suppressed. 0: no cap.
+	MaxDeliveredPerEvaluation int `json:"maxDeliveredPerEvaluation"`
 	// Money at stake (unit price or cost times units) that raises severity by one, two or three
 	// levels.
 	ValueLow    float64 `json:"valueLow"`
@@ -56,7 +59,7 @@ func DefaultAlertThresholds() AlertThresholds {
 		DeviationBiasWeeks: 4, DeviationBiasPct: 0.25, DeviationBiasReleasePct: 0.1, ExpiryLookaheadDays: 90,
 		SlowMovingWeeks: 8, OverstockCoverWeeks: 26, OverstockReleaseWeeks: 22, SpikeBaselineWeeks: 8,
 		SpikeFactor: 2, SpikeSigma: 3, SpikeMinUnits: 10, StockoutRiskDays: 7, StockoutRiskReleaseDays: 10,
-		ValueLow: 100, ValueMedium: 1000, ValueHigh: 10000}
+		MaxDeliveredPerEvaluation: 50, ValueLow: 100, ValueMedium: 1000, ValueHigh: 10000}
 }
 
 // ParseAlertThresholds reads a thresholds file over the defaults (unknown fields are an error).
@@ -75,7 +78,7 @@ func (th AlertThresholds) Validate() error {
 	switch {
 	case th.RateWeeks < 1 || th.StockoutHorizonWeeks < 1 || th.DeviationBiasWeeks < 2 || th.SlowMovingWeeks < 1 || th.SpikeBaselineWeeks < 2:
 		return fmt.Errorf("alert thresholds: week counts must be positive (deviationBiasWeeks and spikeBaselineWeeks at least 2)")
-	case th.DefaultLeadTimeDays < 0 || th.ExpiryLookaheadDays < 0:
+	case th.DefaultLeadTimeDays < 0 || th.ExpiryLookaheadDays < 0 || th.MaxDeliveredPerEvaluation < 0:
 		return fmt.Errorf("alert thresholds: day counts must not be negative")
 	case th.OverstockReleaseWeeks > th.OverstockCoverWeeks || th.DeviationBiasReleasePct > th.DeviationBiasPct ||
 		th.StockoutRiskReleaseDays < th.StockoutRiskDays || th.LowATPReleasePct < 0:
@@ -561,4 +564,14 @@ func (s *TenantState) InboundWithin(deadline func(productID string) time.Time) m
 		}
 	}
 	return out
+}
+
+// SeverityRank orders severities: CRITICAL 0 ... LOW 3.
+func SeverityRank(s Severity) int {
+	for i, v := range Severities {
+		if v == s {
+			return i
+		}
+	}
+	return len(Severities)
 }

@@ -356,14 +356,41 @@ func (a *alertEvaluator) record(ctx context.Context, org string, cfg supplyplan.
 		}
 		var res result
 		cur := st.AlertConfig() // destinations as stored now
+		// The most severe (then most valuable) alerts are sent; past the cap the rest stay in
+		// history, suppressed, so that a first import does not send thousands of messages.
+		slices.SortStableFunc(keys, func(x, y string) int {
+			cx, cy := byKey[x], byKey[y]
+			if r := supplyplan.SeverityRank(cx.Severity) - supplyplan.SeverityRank(cy.Severity); r != 0 {
+				return r
+			}
+			vx, vy := 0.0, 0.0
+			if cx.Value != nil {
+				vx = *cx.Value
+			}
+			if cy.Value != nil {
+				vy = *cy.Value
+			}
+			return compareFloat(vy, vx)
+		})
+		sent := 0
+		capN := a.cfg.Thresholds.MaxDeliveredPerEvaluation
 		for _, k := range keys {
 			c, ok := byKey[k]
 			if !ok {
 				continue
 			}
 			if isAlertKind(c.Key.Kind) {
-				al := supplyplan.NewAlert(cur, supplyplan.AlertKind(c.Key.Kind), c.Severity, c.Message, c.Key.Product,
+				dcfg := cur
+				if capN > 0 && sent >= capN {
+					dcfg.Destinations = nil
+				}
+				al := supplyplan.NewAlert(dcfg, supplyplan.AlertKind(c.Key.Kind), c.Severity, c.Message, c.Key.Product,
 					c.Key.Location, c.Key.Channel, "evaluation", c.Value, stamp)
+				if dcfg.Destinations == nil {
+					al.Suppressed = true
+				} else {
+					sent++
+				}
 				ds, arecs, err := st.RecordAlert(al, pol, stamp)
 				if err != nil {
 					return result{}, nil, err
@@ -389,4 +416,14 @@ func (a *alertEvaluator) record(ctx context.Context, org string, cfg supplyplan.
 	}
 	a.sys.deliveries.schedule(org, r.ds)
 	return r.alerts, r.events, nil
+}
+
+func compareFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +208,51 @@ func TestDemandSignalEvents(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if len(rcv.Typed("demand_signal.spike_detected")) != 1 || len(rcv.Typed("demand_signal.stockout_risk")) != 1 {
 		t.Fatal("signal events repeated")
+	}
+}
+
+// TestAlertCapPerEvaluation: past maxDeliveredPerEvaluation the alerts of one evaluation are kept
+// in history, suppressed, and the most severe one is the one sent.
+func TestAlertCapPerEvaluation(t *testing.T) {
+	chat := startReceiver(t)
+	th := filepath.Join(t.TempDir(), "thresholds.json")
+	if err := os.WriteFile(th, []byte(`{"maxDeliveredPerEvaluation": 1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := MustStart(t, "", outboundTestConfig(""), func(c *Config) { c.AlertThresholds = th })
+	admin := s.Key("ADMIN")
+	s.Do("PUT", "/api/admin/alerts/config", admin, map[string]any{"config": map[string]any{"enabled": false, "cooldownMinutes": 60,
+		"destinations": []any{}, "alertTypes": alertConfigBody(60)["config"].(map[string]any)["alertTypes"]}}).Must(t, 200)
+	s.Import("catalog", map[string]any{"products": []map[string]any{{"externalId": "A", "unitPrice": 1}, {"externalId": "B", "unitPrice": 5000}, {"externalId": "C", "unitPrice": 2}}})
+	var levels, hist []map[string]any
+	for _, p := range []string{"A", "B", "C"} {
+		levels = append(levels, map[string]any{"skuId": p, "locationId": "W", "quantityOnHand": 0})
+		hist = append(hist, demandWeeks(p, "W", 8, 10)...)
+	}
+	s.Import("inventory", map[string]any{"levels": levels})
+	s.Import("demand-history", map[string]any{"records": hist})
+	s.Do("PUT", "/api/admin/alerts/config", admin, alertConfigBody(60, map[string]any{"type": "CHAT", "value": chat.URL})).Must(t, 200)
+	r := s.Do("POST", "/api/admin/alerts/evaluate", admin, nil).Must(t, 200)
+	if r["evaluation"].(map[string]any)["fired"] != 3.0 {
+		t.Fatalf("evaluation = %v", r)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if len(chat.OK()) != 1 {
+			return fmt.Errorf("%d chat messages", len(chat.OK()))
+		}
+		return nil
+	})
+	if !strings.Contains(string(chat.OK()[0].Body), "B at W") {
+		t.Fatalf("the most valuable stockout was not the one sent: %s", chat.OK()[0].Body)
+	}
+	h := s.Do("GET", "/api/admin/alerts/history?alertType=stockout", admin, nil).Must(t, 200)
+	suppressed := 0
+	for _, a := range list(h, "alerts") {
+		if a.(map[string]any)["suppressed"] == true {
+			suppressed++
+		}
+	}
+	if len(list(h, "alerts")) != 3 || suppressed != 2 {
+		t.Fatalf("history = %v", h)
 	}
 }
