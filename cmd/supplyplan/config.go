@@ -27,10 +27,11 @@ type Config struct {
 	ClickHouseUser     string
 	ClickHousePassword string
 
-	ImportMaxRows  int
-	ImportMaxBytes int
-	ImportChunk    int
-	ImportWorkers  int
+	ImportMaxRows     int
+	ImportMaxBytes    int
+	ImportChunk       int
+	ImportDemandChunk int
+	ImportWorkers     int
 
 	RedisAddr              string
 	RedisPassword          string
@@ -82,10 +83,11 @@ func DefaultConfig() Config {
 		ClickHouseUser:     envString("SUPPLYPLAN_CLICKHOUSE_USER", "default"),
 		ClickHousePassword: envString("SUPPLYPLAN_CLICKHOUSE_PASSWORD", ""),
 
-		ImportMaxRows:  envInt("SUPPLYPLAN_IMPORT_MAX_ROWS", 50000),
-		ImportMaxBytes: envInt("SUPPLYPLAN_IMPORT_MAX_BYTES", 32<<20),
-		ImportChunk:    envInt("SUPPLYPLAN_IMPORT_CHUNK", 5000),
-		ImportWorkers:  envInt("SUPPLYPLAN_IMPORT_WORKERS", 2),
+		ImportMaxRows:     envInt("SUPPLYPLAN_IMPORT_MAX_ROWS", 50000),
+		ImportMaxBytes:    envInt("SUPPLYPLAN_IMPORT_MAX_BYTES", 32<<20),
+		ImportChunk:       envInt("SUPPLYPLAN_IMPORT_CHUNK", 5000),
+		ImportDemandChunk: envInt("SUPPLYPLAN_IMPORT_DEMAND_CHUNK", 50000),
+		ImportWorkers:     envInt("SUPPLYPLAN_IMPORT_WORKERS", 2),
 
 		SMTPAddr:               envString("SUPPLYPLAN_SMTP_ADDR", ""),
 		SMTPFrom:               envString("SUPPLYPLAN_SMTP_FROM", "supplyplan@localhost"),
@@ -132,6 +134,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.ImportMaxRows, "import-max-rows", c.ImportMaxRows, "most rows in one import request; more is 413 (SUPPLYPLAN_IMPORT_MAX_ROWS)")
 	fs.IntVar(&c.ImportMaxBytes, "import-max-bytes", c.ImportMaxBytes, "largest import request body in bytes; more is 413 (SUPPLYPLAN_IMPORT_MAX_BYTES)")
 	fs.IntVar(&c.ImportChunk, "import-chunk", c.ImportChunk, "rows applied per tenant transaction by an import job (SUPPLYPLAN_IMPORT_CHUNK)")
+	fs.IntVar(&c.ImportDemandChunk, "import-demand-chunk", c.ImportDemandChunk, "demand-history rows written to the demand store per batch by an import job (SUPPLYPLAN_IMPORT_DEMAND_CHUNK)")
 	fs.IntVar(&c.ImportWorkers, "import-workers", c.ImportWorkers, "import jobs running at once across tenants (SUPPLYPLAN_IMPORT_WORKERS)")
 	fs.DurationVar(&c.RecommendationExpiry, "recommendation-expiry", c.RecommendationExpiry, "how long a PENDING transfer recommendation stays actionable (SUPPLYPLAN_RECOMMENDATION_EXPIRY)")
 	fs.IntVar(&c.TransferWindowWeeks, "transfer-window-weeks", c.TransferWindowWeeks, "weeks of stock projection behind transfer recommendations (SUPPLYPLAN_TRANSFER_WINDOW_WEEKS)")

@@ -88,7 +88,8 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery,
 		Demand: m.Demand, Events: m.Bus, Outbound: ob,
-		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk, Workers: cfg.ImportWorkers},
+		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk,
+			DemandChunkSize: cfg.ImportDemandChunk, Workers: cfg.ImportWorkers},
 		Transfers: actors.TransferConfig{Expiry: cfg.RecommendationExpiry, WindowWeeks: cfg.TransferWindowWeeks,
 			LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc}})
 	m.unsubscribe = m.Bus.Subscribe(m.System.HandleEvent)

@@ -41,6 +41,7 @@ var benches = []struct {
 	fn   benchFunc
 }{
 	{"api", benchAPI},
+	{"import", benchImport},
 	{"deliveries", benchDeliveries},
 	{"alerteval", benchAlertEval},
 }
@@ -52,6 +53,7 @@ type env struct {
 	concurrency int
 	tmp         string
 	self        string
+	serviceArgs []string
 }
 
 func main() {
@@ -68,6 +70,7 @@ func main() {
 	dur := flag.Duration("duration", 8*time.Second, "measurement time of each load phase")
 	conc := flag.Int("concurrency", 64, "concurrent client connections")
 	bin := flag.String("bin", "bin/supplyplan", "the supplyplan binary under test")
+	svcArgs := flag.String("service-args", "", "extra arguments of every started service (e.g. --debug-addr 127.0.0.1:6060 to profile)")
 	flag.Parse()
 
 	self, err := os.Executable()
@@ -77,7 +80,7 @@ func main() {
 	defer os.RemoveAll(tmp)
 	abs, err := filepath.Abs(*bin)
 	must(err)
-	e := &env{bin: abs, duration: *dur, concurrency: *conc, tmp: tmp, self: self}
+	e := &env{bin: abs, duration: *dur, concurrency: *conc, tmp: tmp, self: self, serviceArgs: strings.Fields(*svcArgs)}
 
 	var sections []section
 	for _, b := range benches {
@@ -169,6 +172,7 @@ func startService(e *env, extra ...string) (*service, error) {
 		return nil, err
 	}
 	args := append([]string{"serve", "--data", data, "--api-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+	args = append(args, e.serviceArgs...)
 	cmd := exec.Command(e.bin, args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
