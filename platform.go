@@ -27,6 +27,7 @@ type PlatformState struct {
 	Orgs         map[string]*Organization  `json:"orgs"`
 	Keys         map[string]*APIKey        `json:"keys"`
 	GlobalEvents map[string]*ExternalEvent `json:"globalEvents"`
+	BillingState
 }
 
 // NewPlatformState returns an empty platform state.
@@ -69,6 +70,9 @@ func (s *PlatformState) Apply(r Record) error {
 		}
 		s.GlobalEvents[r.ID] = v
 	default:
+		if handled, err := s.applyBilling(r); handled {
+			return err
+		}
 		return fmt.Errorf("platform state: unknown record kind %q", r.Kind)
 	}
 	return nil

@@ -375,7 +375,7 @@ func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d 
 		res := st.ApplyImport(d, now)
 		j := *cur
 		progress(&j, res, end-start, end)
-		return j, append(res.Records, supplyplan.Put(supplyplan.KindImportJob, jobID, &j)), nil
+		return j, append(res.Records, jobRecords(orgID, cur, j)...), nil
 	})
 }
 
@@ -415,7 +415,7 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 		}
 		j := *cur
 		progress(&j, res, end-start, end)
-		return j, []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j)}, nil
+		return j, jobRecords(orgID, cur, j), nil
 	})
 }
 
@@ -471,8 +471,29 @@ func (m *importManager) update(ctx context.Context, orgID, jobID string, fn func
 		}
 		j := *cur
 		fn(&j)
-		return j, []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j)}, nil
+		return j, jobRecords(orgID, cur, j), nil
 	})
+}
+
+// jobRecords stores a job; when this write finishes it, the job's import.* event goes into the
+// tenant's outbox in the same journal entry, so the event is never lost between the two.
+func jobRecords(orgID string, prev *supplyplan.ImportJob, j supplyplan.ImportJob) []supplyplan.Record {
+	recs := []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, j.JobID, &j)}
+	if j.Done() && !j.DryRun && (prev == nil || !prev.Done()) {
+		recs = append(recs, supplyplan.EventRecord(importEvent(orgID, j)))
+	}
+	return recs
+}
+
+// importEvent is the import.completed, .partial or .failed event of a finished job. Its id is
+// derived from the job, so the outbox copy and the bus copy are the same event.
+func importEvent(orgID string, j supplyplan.ImportJob) supplyplan.DomainEvent {
+	ts := supplyplan.Now()
+	if j.CompletedAt != nil {
+		ts = *j.CompletedAt
+	}
+	return supplyplan.DomainEvent{ID: "evt_" + j.JobID, Type: j.Outcome(), OrganizationID: orgID, Timestamp: ts,
+		Data: ImportEventData(j)}
 }
 
 // fail marks a job FAILED (best effort; logged when even that fails).
@@ -491,13 +512,13 @@ func (m *importManager) fail(orgID, jobID, msg string) {
 	m.publish(orgID, j)
 }
 
-// publish announces a finished job on the event bus (import.completed, .partial or .failed).
+// publish announces a finished job on the event bus (import.completed, .partial or .failed) once
+// it, and its outbox entry, are durable.
 func (m *importManager) publish(orgID string, j supplyplan.ImportJob) {
 	if m.sys.cfg.Events == nil {
 		return
 	}
-	m.sys.cfg.Events.Publish(supplyplan.DomainEvent{ID: supplyplan.NewID("evt"), Type: j.Outcome(),
-		OrganizationID: orgID, Timestamp: supplyplan.Now(), Data: ImportEventData(j)})
+	m.sys.cfg.Events.Publish(importEvent(orgID, j))
 }
 
 // ImportEventData is the payload of import.* events.

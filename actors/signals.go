@@ -71,7 +71,11 @@ func (s *System) ApplySignals(ctx context.Context, orgID string, signals []suppl
 	return out, nil
 }
 
-// signalsApplied is the hook for what reacts to live demand (alerts add spike detection here).
-func (s *System) signalsApplied(orgID string, signals []supplyplan.DemandSignal, fresh []bool) {}
+// signalsApplied reacts to live demand: the tenant's alerts are evaluated again (spikes,
+// stockout risk, and every rule whose demand rate moved), debounced by SignalDebounce so that a
+// steady stream of signals costs one evaluation per interval.
+func (s *System) signalsApplied(orgID string, _ []supplyplan.DemandSignal, _ []bool) {
+	s.alerts.scheduleIn(orgID, s.cfg.Outbound.SignalDebounce)
+}
 
 var _ supplyplan.SignalSink = (*System)(nil)

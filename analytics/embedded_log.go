@@ -1,8 +1,8 @@
 package analytics
 
 import (
-	"crypto/sha256"
 	"bufio"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"

@@ -4,6 +4,7 @@
 # into the environment of `go test`. Idempotent: servers already running are reused.
 #
 #   ClickHouse: scripts/clickhouse.sh (127.0.0.1:19000) -> SUPPLYPLAN_TEST_CLICKHOUSE_ADDR
+#   Redis:      scripts/redis.sh      (127.0.0.1:16379) -> SUPPLYPLAN_TEST_REDIS_ADDR
 #
 # When a server cannot be started the script fails if CI is set; otherwise it warns, and the tests
 # that need the server skip.
@@ -21,6 +22,15 @@ elif [ -n "${CI:-}" ]; then
 	exit 1
 else
 	echo "test-deps: WARNING: ClickHouse did not start; its tests will skip" >&2
+fi
+
+if bash scripts/redis.sh start; then
+	echo "SUPPLYPLAN_TEST_REDIS_ADDR=127.0.0.1:${REDIS_PORT:-16379}" >>"$tmp"
+elif [ -n "${CI:-}" ]; then
+	echo "test-deps: Redis did not start (CI is set)" >&2
+	exit 1
+else
+	echo "test-deps: WARNING: Redis did not start; its tests will skip" >&2
 fi
 
 mv "$tmp" "$env_file"

@@ -33,6 +33,28 @@ type Config struct {
 	ImportDemandChunk int
 	ImportWorkers     int
 
+	RedisAddr              string
+	RedisPassword          string
+	RedisPrefix            string
+	SMTPAddr               string
+	SMTPFrom               string
+	SMTPUsername           string
+	SMTPPassword           string
+	SMTPStartTLS           string
+	SMTPInsecure           bool
+	WebhookAllowPriv       bool
+	WebhookTimeout         time.Duration
+	DeliveryWorkers        int
+	RetryBase              time.Duration
+	WebhookMaxAttempts     int
+	AlertMaxAttempts       int
+	AlertEvalInterval      time.Duration
+	AlertThresholds        string
+	AlertSignalDebounce    time.Duration
+	PlansFile              string
+	PaymentSecret          string
+	OpsAlertURL            string
+	FederationSecret       string
 	RecommendationExpiry   time.Duration
 	TransferWindowWeeks    int
 	TransferLeadTimeDays   float64
@@ -67,6 +89,24 @@ func DefaultConfig() Config {
 		ImportDemandChunk: envInt("SUPPLYPLAN_IMPORT_DEMAND_CHUNK", 50000),
 		ImportWorkers:     envInt("SUPPLYPLAN_IMPORT_WORKERS", 2),
 
+		SMTPAddr:               envString("SUPPLYPLAN_SMTP_ADDR", ""),
+		SMTPFrom:               envString("SUPPLYPLAN_SMTP_FROM", "supplyplan@localhost"),
+		SMTPUsername:           envString("SUPPLYPLAN_SMTP_USERNAME", ""),
+		SMTPPassword:           envString("SUPPLYPLAN_SMTP_PASSWORD", ""),
+		SMTPStartTLS:           envString("SUPPLYPLAN_SMTP_STARTTLS", "auto"),
+		SMTPInsecure:           envBool("SUPPLYPLAN_SMTP_INSECURE_SKIP_VERIFY", false),
+		WebhookAllowPriv:       envBool("SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE", false),
+		WebhookTimeout:         envDuration("SUPPLYPLAN_WEBHOOK_TIMEOUT", 10*time.Second),
+		DeliveryWorkers:        envInt("SUPPLYPLAN_DELIVERY_WORKERS", 16),
+		RetryBase:              envDuration("SUPPLYPLAN_RETRY_BASE", 30*time.Second),
+		WebhookMaxAttempts:     envInt("SUPPLYPLAN_WEBHOOK_MAX_ATTEMPTS", 12),
+		AlertMaxAttempts:       envInt("SUPPLYPLAN_ALERT_MAX_ATTEMPTS", 5),
+		AlertEvalInterval:      envDuration("SUPPLYPLAN_ALERT_EVAL_INTERVAL", 15*time.Minute),
+		AlertThresholds:        envString("SUPPLYPLAN_ALERT_THRESHOLDS", ""),
+		PlansFile:              envString("SUPPLYPLAN_PLANS_FILE", ""),
+		PaymentSecret:          envString("PAYMENT_PROVIDER_WEBHOOK_SECRET", ""),
+		OpsAlertURL:            envString("SUPPLYPLAN_OPS_ALERT_URL", ""),
+		FederationSecret:       envString("SUPPLYPLAN_FEDERATION_WEBHOOK_SECRET", ""),
 		RecommendationExpiry:   envDuration("SUPPLYPLAN_RECOMMENDATION_EXPIRY", 72*time.Hour),
 		TransferWindowWeeks:    envInt("SUPPLYPLAN_TRANSFER_WINDOW_WEEKS", 8),
 		TransferLeadTimeDays:   envFloat("SUPPLYPLAN_TRANSFER_LEAD_TIME_DAYS", 3),
@@ -102,6 +142,37 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.TransferCostPerUnit, "transfer-cost-per-unit", c.TransferCostPerUnit, "cost of moving one unit, for estimatedROI (SUPPLYPLAN_TRANSFER_COST_PER_UNIT)")
 	fs.Float64Var(&c.TransferMinStockDiffPc, "transfer-min-stock-difference-pct", c.TransferMinStockDiffPc, "default minStockDifferencePct of recommendation requests (SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
+	fs.StringVar(&c.RedisAddr, "redis-addr", c.RedisAddr, "Redis address (distributed mode: alert cooldown state lives there); empty: embedded (SUPPLYPLAN_REDIS_ADDR)")
+	fs.StringVar(&c.RedisPassword, "redis-password", c.RedisPassword, "Redis password (SUPPLYPLAN_REDIS_PASSWORD)")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key (SUPPLYPLAN_REDIS_PREFIX)")
+	fs.StringVar(&c.SMTPAddr, "smtp-addr", c.SMTPAddr, "SMTP server host:port for EMAIL alert destinations; empty: e-mail deliveries fail (SUPPLYPLAN_SMTP_ADDR)")
+	fs.StringVar(&c.SMTPFrom, "smtp-from", c.SMTPFrom, "From address of alert e-mails (SUPPLYPLAN_SMTP_FROM)")
+	fs.StringVar(&c.SMTPUsername, "smtp-username", c.SMTPUsername, "SMTP PLAIN auth user; empty: no auth (SUPPLYPLAN_SMTP_USERNAME)")
+	fs.StringVar(&c.SMTPPassword, "smtp-password", c.SMTPPassword, "SMTP PLAIN auth password (SUPPLYPLAN_SMTP_PASSWORD)")
+	fs.StringVar(&c.SMTPStartTLS, "smtp-starttls", c.SMTPStartTLS, "STARTTLS: auto (when offered), always, never (SUPPLYPLAN_SMTP_STARTTLS)")
+	fs.BoolVar(&c.SMTPInsecure, "smtp-insecure-skip-verify", c.SMTPInsecure, "do not verify the SMTP server's certificate (SUPPLYPLAN_SMTP_INSECURE_SKIP_VERIFY)")
+	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", c.WebhookAllowPriv, "allow webhook, chat and federation destinations on private, loopback and link-local addresses (SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE)")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "timeout of one delivery attempt (SUPPLYPLAN_WEBHOOK_TIMEOUT)")
+	fs.IntVar(&c.DeliveryWorkers, "delivery-workers", c.DeliveryWorkers, "delivery attempts in flight at once (SUPPLYPLAN_DELIVERY_WORKERS)")
+	fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "first retry delay; each next one is 4x longer, at most 12h, +-20% jitter (SUPPLYPLAN_RETRY_BASE)")
+	fs.IntVar(&c.WebhookMaxAttempts, "webhook-max-attempts", c.WebhookMaxAttempts, "attempts of a webhook delivery (12: about three days) (SUPPLYPLAN_WEBHOOK_MAX_ATTEMPTS)")
+	fs.IntVar(&c.AlertMaxAttempts, "alert-max-attempts", c.AlertMaxAttempts, "attempts of an alert delivery (SUPPLYPLAN_ALERT_MAX_ATTEMPTS)")
+	fs.DurationVar(&c.AlertEvalInterval, "alert-eval-interval", c.AlertEvalInterval, "scheduled alert evaluation of every tenant; negative: only on data changes (SUPPLYPLAN_ALERT_EVAL_INTERVAL)")
+	fs.DurationVar(&c.AlertSignalDebounce, "alert-signal-debounce", c.AlertSignalDebounce, "delay of the alert evaluation that live demand signals ask for; one per interval under a steady stream (SUPPLYPLAN_ALERT_SIGNAL_DEBOUNCE)")
+	fs.StringVar(&c.AlertThresholds, "alert-thresholds", c.AlertThresholds, "JSON file overriding alert thresholds (docs/alerts.md) (SUPPLYPLAN_ALERT_THRESHOLDS)")
+	fs.StringVar(&c.PlansFile, "plans-file", c.PlansFile, "JSON file mapping billing plans to entitlements and capabilities; empty: the embedded plans.json (SUPPLYPLAN_PLANS_FILE)")
+	fs.StringVar(&c.PaymentSecret, "payment-webhook-secret", c.PaymentSecret, "signing secret of POST /webhooks/payment-provider (PAYMENT_PROVIDER_WEBHOOK_SECRET)")
+	fs.StringVar(&c.OpsAlertURL, "ops-alert-url", c.OpsAlertURL, "chat incoming-hook URL receiving operations alerts such as payment failures (SUPPLYPLAN_OPS_ALERT_URL)")
+	fs.StringVar(&c.FederationSecret, "federation-webhook-secret", c.FederationSecret, "whsec_ secret signing federation events to merchant webhook URLs (SUPPLYPLAN_FEDERATION_WEBHOOK_SECRET)")
+}
+
+func envBool(name string, def bool) bool {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+	}
+	return def
 }
 
 func envString(name, def string) string {

@@ -43,6 +43,8 @@ var benches = []struct {
 	{"api", benchAPI},
 	{"import", benchImport},
 	{"kafka", benchKafka},
+	{"deliveries", benchDeliveries},
+	{"alerteval", benchAlertEval},
 }
 
 // env is what every benchmark gets.
