@@ -388,3 +388,29 @@ func TestKill9KeepsPendingDeliveries(t *testing.T) {
 		return nil
 	})
 }
+
+// Recommendation and transfer changes reach webhook endpoints, signed, through the tenant outbox.
+func TestTransferEventsReachWebhooks(t *testing.T) {
+	s := MustStart(t, "", outboundTestConfig(""))
+	rcv := startReceiver(t)
+	_, secret := createEndpoint(t, s, rcv.URL, "recommendation.*", "transfer.*")
+	rcv.SetSecrets(secret)
+	seedStock(t, s)
+	m := s.Key("MANAGER")
+	id := list(s.Do("POST", "/api/transfers/recommendations", m, nil).Must(t, 200), "recommendations")[0].(map[string]any)["id"].(string)
+	s.Do("POST", "/api/transfers/recommendations/"+id+"/approve", m, nil).Must(t, 200)
+	trf := s.Do("POST", "/api/transfers/recommendations/"+id+"/execute", m, nil).Must(t, 200)["transfer"].(map[string]any)["id"].(string)
+	s.Do("POST", "/api/inventory/transfers/"+trf, m, map[string]any{"status": "IN_TRANSIT"}).Must(t, 200)
+	eventually(t, 20*time.Second, func() error {
+		for _, typ := range []string{"recommendation.created", "recommendation.approved", "recommendation.executed", "transfer.created", "transfer.in_transit"} {
+			msgs := rcv.Typed(typ)
+			if len(msgs) != 1 {
+				return fmt.Errorf("%s delivered %d times", typ, len(msgs))
+			}
+			if !msgs[0].Verified {
+				return fmt.Errorf("%s signature not verified", typ)
+			}
+		}
+		return nil
+	})
+}
