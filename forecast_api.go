@@ -41,8 +41,11 @@ type ForecastQuery struct {
 	Point string
 	// Transform (extension) is auto (default), none or log: forecast on log demand or not.
 	Transform string
-	Limit     int
-	Offset    int
+	// NoEvents (extension, events=none) forecasts the history as it is, without any event: no
+	// de-lifting of past event weeks, no lift on future ones.
+	NoEvents bool
+	Limit    int
+	Offset   int
 }
 
 // Forecast limits.

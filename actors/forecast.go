@@ -47,6 +47,7 @@ type cacheKey struct {
 	model     string
 	point     string
 	transform string
+	noEvents  bool
 }
 
 type cacheEntry struct {
@@ -282,6 +283,11 @@ func seriesKey(k supplyplan.DemandKey) forecast.SeriesKey {
 
 // run forecasts keys (history before asOf's week; the first forecast week is asOf's week).
 func (f *forecaster) run(ctx context.Context, org string, keys []supplyplan.DemandKey, opt forecast.Options, asOf time.Time) ([]seriesResult, *eventIndex, error) {
+	return f.runWith(ctx, org, keys, opt, asOf, false)
+}
+
+// runWith is run, optionally without any event (the pure statistical forecast).
+func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.DemandKey, opt forecast.Options, asOf time.Time, noEvents bool) ([]seriesResult, *eventIndex, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -298,7 +304,7 @@ func (f *forecaster) run(ctx context.Context, org string, keys []supplyplan.Dema
 	var miss []int
 	t.mu.Lock()
 	for i, k := range keys {
-		ck := cacheKey{key: k, asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point, transform: opt.Transform}
+		ck := cacheKey{key: k, asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point, transform: opt.Transform, noEvents: noEvents}
 		if c, ok := t.cache[ck]; ok && c.eventsV == ev && c.demandV == dv {
 			out[i] = c.res
 		} else {
@@ -309,9 +315,11 @@ func (f *forecaster) run(ctx context.Context, org string, keys []supplyplan.Dema
 	if len(miss) == 0 {
 		return out, ix, nil
 	}
-	lifts, err := f.liftModel(ctx, org, asOfWeek, ix, ev, dv)
-	if err != nil {
-		return nil, nil, err
+	var lifts *forecast.LiftModel
+	if !noEvents {
+		if lifts, err = f.liftModel(ctx, org, asOfWeek, ix, ev, dv); err != nil {
+			return nil, nil, err
+		}
 	}
 	missKeys := make([]supplyplan.DemandKey, len(miss))
 	for j, i := range miss {
@@ -339,7 +347,11 @@ func (f *forecaster) run(ctx context.Context, org string, keys []supplyplan.Dema
 				s.Stockout = append(s.Stockout, false)
 			}
 		}
-		jobs = append(jobs, forecast.Job{Series: s, Events: ix.forSeries(k.SKU, k.Location)})
+		var events []forecast.EventOccurrence
+		if !noEvents {
+			events = ix.forSeries(k.SKU, k.Location)
+		}
+		jobs = append(jobs, forecast.Job{Series: s, Events: events})
 		jobOf = append(jobOf, i)
 		out[i].HistoryWeeks = len(weeks)
 	}
@@ -359,7 +371,7 @@ func (f *forecaster) run(ctx context.Context, org string, keys []supplyplan.Dema
 			t.cache = map[cacheKey]cacheEntry{}
 		}
 		for _, i := range miss {
-			ck := cacheKey{key: keys[i], asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point, transform: opt.Transform}
+			ck := cacheKey{key: keys[i], asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point, transform: opt.Transform, noEvents: noEvents}
 			t.cache[ck] = cacheEntry{eventsV: ev, demandV: dv, res: out[i]}
 		}
 	}

@@ -120,7 +120,7 @@ func (s *System) Forecast(ctx context.Context, p supplyplan.Principal, q supplyp
 			keys = all[q.Offset:min(q.Offset+q.Limit, len(all))]
 		}
 	}
-	res, ix, err := s.fc.run(ctx, p.OrgID, keys, opt, q.AsOf)
+	res, ix, err := s.fc.runWith(ctx, p.OrgID, keys, opt, q.AsOf, q.NoEvents)
 	if err != nil {
 		return supplyplan.ForecastResponse{}, err
 	}

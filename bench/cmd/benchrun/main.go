@@ -43,6 +43,9 @@ var benches = []struct {
 	{"api", benchAPI},
 	{"import", benchImport},
 	{"kafka", benchKafka},
+	{"forecast", benchForecast},
+	{"oj", benchOJ},
+	{"transfers", benchTransfers},
 	{"deliveries", benchDeliveries},
 	{"alerteval", benchAlertEval},
 }
