@@ -25,6 +25,8 @@ type TenantState struct {
 	OrgID     string                    `json:"orgId"`
 	Scenarios map[string]*Scenario      `json:"scenarios"`
 	Events    map[string]*ExternalEvent `json:"events"`
+	// ToolAudits are the audits of confirmed state-changing tool calls (tool service).
+	ToolAudits map[string]*ToolAudit `json:"toolAudits,omitempty"`
 }
 
 // NewTenantState returns the empty state of an organization.
@@ -55,6 +57,11 @@ func (s *TenantState) Apply(r Record) error {
 			return fmt.Errorf("event record %s has value %T", r.ID, r.Value)
 		}
 		s.Events[r.ID] = v
+	case KindToolAudit:
+		if s.ToolAudits == nil {
+			s.ToolAudits = map[string]*ToolAudit{}
+		}
+		return applyTo(s.ToolAudits, r)
 	default:
 		return fmt.Errorf("tenant state: unknown record kind %q", r.Kind)
 	}

@@ -1,0 +1,68 @@
+package supplyplan
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// ToolDef is a tool definition in the MCP shape (tools/list), also served by GET /tools/list.
+type ToolDef struct {
+	Name         string           `json:"name"`
+	Title        string           `json:"title,omitempty"`
+	Description  string           `json:"description,omitempty"`
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	Meta         map[string]any   `json:"_meta,omitempty"`
+}
+
+// ToolAnnotations are MCP's behaviour hints.
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"readOnlyHint"`
+	DestructiveHint bool   `json:"destructiveHint"`
+	IdempotentHint  bool   `json:"idempotentHint"`
+	OpenWorldHint   bool   `json:"openWorldHint"`
+}
+
+// ToolResult is the outcome of a tool call: structured content (a JSON object matching the
+// tool's output schema) and a text rendering. IsError marks a tool-level failure (bad arguments,
+// unknown product, ...), which MCP returns as a result, not as a protocol error.
+type ToolResult struct {
+	Structured any
+	Text       string
+	IsError    bool
+}
+
+// ToolSet is the tools one caller may use: the registry's discovery tools, or a merchant's tools
+// filtered by capability and access.
+type ToolSet interface {
+	// Tools lists the definitions in a stable order.
+	Tools() []ToolDef
+	// Call runs a tool. A NOT_FOUND *Error means an unknown tool; any other error is internal.
+	Call(ctx context.Context, name string, args json.RawMessage) (ToolResult, error)
+}
+
+// MCPRequest is one HTTP request to an MCP endpoint, independent of the HTTP library.
+type MCPRequest struct {
+	Method string
+	// Header returns a request header (case-insensitive name), "" when absent.
+	Header func(name string) string
+	Body   []byte
+	// Resolve authenticates the caller and returns its tools. It runs after the Origin check. An
+	// *Error with code UNAUTHORIZED (401), FORBIDDEN (403), NOT_FOUND (404) or UNAVAILABLE (503)
+	// is rendered as the HTTP status.
+	Resolve func(ctx context.Context) (ToolSet, error)
+}
+
+// MCPResponse is the HTTP answer to an MCPRequest.
+type MCPResponse struct {
+	Status int
+	Header [][2]string
+	Body   []byte
+}
+
+// MCPHandler serves MCP streamable HTTP (implemented in rpc/, called by the HTTP servers).
+type MCPHandler interface {
+	HandleMCP(ctx context.Context, req MCPRequest) MCPResponse
+}
