@@ -66,3 +66,21 @@ type MCPResponse struct {
 type MCPHandler interface {
 	HandleMCP(ctx context.Context, req MCPRequest) MCPResponse
 }
+
+// CallResult renders the result as an MCP CallToolResult: a text rendering, the serialized
+// structured content (for clients without structured content support) and structuredContent.
+// Error results carry only the text (clients validate structuredContent of successes only).
+func (r ToolResult) CallResult() map[string]any {
+	content := []map[string]any{{"type": "text", "text": r.Text}}
+	out := map[string]any{"content": content}
+	if r.IsError {
+		out["isError"] = true
+		return out
+	}
+	if r.Structured != nil {
+		b, _ := json.Marshal(r.Structured)
+		out["content"] = append(content, map[string]any{"type": "text", "text": string(b)})
+		out["structuredContent"] = json.RawMessage(b)
+	}
+	return out
+}

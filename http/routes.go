@@ -21,6 +21,7 @@ func (s *Server) routes() {
 	rt.handle("GET", "/api/platform/events", s.platform(s.listGlobalEvents))
 	rt.handle("POST", "/api/platform/events", s.platform(s.createGlobalEvent))
 	rt.handle("DELETE", "/api/platform/events/:id", s.platform(s.deleteGlobalEvent))
+	s.mcpPlatformRoutes()
 
 	// Forecasting: scenarios and external events.
 	read, write := supplyplan.PermForecastRead, supplyplan.PermForecastWrite

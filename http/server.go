@@ -35,6 +35,10 @@ type Services struct {
 	Auth        supplyplan.Authenticator
 	Platform    supplyplan.PlatformService
 	Forecasting supplyplan.ForecastingService
+	// MCP, Gateway and Outbox back the platform endpoints of the MCP surfaces (optional).
+	MCP     supplyplan.MCPPlatformService
+	Gateway supplyplan.GatewayKeyStore
+	Outbox  supplyplan.Outbox
 }
 
 // Server is the REST API.

@@ -733,22 +733,5 @@ func (h *Handler) callTool(ctx context.Context, call *callInfo, params json.RawM
 		h.log.Error("tool call failed", "tool", *p.Name, "err", err)
 		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
 	}
-	return h.modernResult(call, ToolResultJSON(res), false), nil
-}
-
-// ToolResultJSON renders a tool result as an MCP CallToolResult: a text rendering, the serialized
-// structured content (for clients without structured content support) and structuredContent.
-func ToolResultJSON(res supplyplan.ToolResult) map[string]any {
-	content := []map[string]any{{"type": "text", "text": res.Text}}
-	out := map[string]any{"content": content}
-	if res.IsError {
-		out["isError"] = true
-		return out
-	}
-	if res.Structured != nil {
-		b, _ := json.Marshal(res.Structured)
-		out["content"] = append(content, map[string]any{"type": "text", "text": string(b)})
-		out["structuredContent"] = json.RawMessage(b)
-	}
-	return out
+	return h.modernResult(call, res.CallResult(), false), nil
 }
