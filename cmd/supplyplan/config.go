@@ -16,6 +16,30 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	BodyLimit       int
 	SnapshotEvery   int
+
+	// MCP surfaces.
+	RegistryAddr      string
+	ToolsAddr         string
+	ToolsPublicURL    string
+	ToolsSecret       string
+	MCPAllowedOrigins string
+	MCPPageSize       int
+	RedisAddr         string
+	RedisPassword     string
+	RedisPrefix       string
+
+	// Surfaces chooses what Open starts (serve: all; registry, tools: one). Zero means all.
+	Surfaces Surfaces
+}
+
+// Surfaces selects the servers Main runs.
+type Surfaces struct{ API, Registry, Tools bool }
+
+func (s Surfaces) all() Surfaces {
+	if !s.API && !s.Registry && !s.Tools {
+		return Surfaces{API: true, Registry: true, Tools: true}
+	}
+	return s
 }
 
 // DefaultConfig returns the embedded defaults, overridden by the environment.
@@ -28,6 +52,16 @@ func DefaultConfig() Config {
 		ShutdownTimeout: envDuration("SUPPLYPLAN_SHUTDOWN_TIMEOUT", 30*time.Second),
 		BodyLimit:       envInt("SUPPLYPLAN_BODY_LIMIT", 1<<20),
 		SnapshotEvery:   envInt("SUPPLYPLAN_SNAPSHOT_EVERY", 10000),
+
+		RegistryAddr:      envString("SUPPLYPLAN_REGISTRY_ADDR", "127.0.0.1:3015"),
+		ToolsAddr:         envString("SUPPLYPLAN_TOOLS_ADDR", "127.0.0.1:8081"),
+		ToolsPublicURL:    envString("SUPPLYPLAN_TOOLS_PUBLIC_URL", ""),
+		ToolsSecret:       envString("SUPPLYPLAN_TOOLS_SECRET", ""),
+		MCPAllowedOrigins: envString("SUPPLYPLAN_MCP_ALLOWED_ORIGINS", ""),
+		MCPPageSize:       envInt("SUPPLYPLAN_MCP_PAGE_SIZE", 50),
+		RedisAddr:         envString("SUPPLYPLAN_REDIS_ADDR", ""),
+		RedisPassword:     envString("SUPPLYPLAN_REDIS_PASSWORD", ""),
+		RedisPrefix:       envString("SUPPLYPLAN_REDIS_PREFIX", "supplyplan:"),
 	}
 }
 
@@ -40,6 +74,15 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long SIGTERM waits for in-flight work (SUPPLYPLAN_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&c.BodyLimit, "body-limit", c.BodyLimit, "largest JSON body of the forecasting, transfers, alerts and platform endpoints, bytes (SUPPLYPLAN_BODY_LIMIT)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
+	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
+	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")
+	fs.StringVar(&c.ToolsPublicURL, "tools-public-url", c.ToolsPublicURL, "public base URL of the tool service that the registry hands out (default http://<tools-addr>) (SUPPLYPLAN_TOOLS_PUBLIC_URL)")
+	fs.StringVar(&c.ToolsSecret, "tools-secret", c.ToolsSecret, "HMAC secret of tool confirmation tokens, the same on every node (default: generated into <data>/tools-secret) (SUPPLYPLAN_TOOLS_SECRET)")
+	fs.StringVar(&c.MCPAllowedOrigins, "mcp-allowed-origins", c.MCPAllowedOrigins, "comma-separated browser origins allowed on the MCP endpoints besides loopback ones (SUPPLYPLAN_MCP_ALLOWED_ORIGINS)")
+	fs.IntVar(&c.MCPPageSize, "mcp-page-size", c.MCPPageSize, "tools/list page size of the MCP endpoints (SUPPLYPLAN_MCP_PAGE_SIZE)")
+	fs.StringVar(&c.RedisAddr, "redis-addr", c.RedisAddr, "Redis address (distributed mode: gateway keys live there); empty: embedded (SUPPLYPLAN_REDIS_ADDR)")
+	fs.StringVar(&c.RedisPassword, "redis-password", c.RedisPassword, "Redis password (SUPPLYPLAN_REDIS_PASSWORD)")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key (SUPPLYPLAN_REDIS_PREFIX)")
 }
 
 func envString(name, def string) string {

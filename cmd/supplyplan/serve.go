@@ -14,6 +14,8 @@ import (
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/actors"
 	sphttp "github.com/supplyplan/supplyplan/http"
+	"github.com/supplyplan/supplyplan/redisstore"
+	"github.com/supplyplan/supplyplan/rpc"
 	"github.com/supplyplan/supplyplan/streams"
 )
 
@@ -23,9 +25,17 @@ type Main struct {
 	Log    *slog.Logger
 	out    io.Writer
 
-	Journal *streams.Journal
-	System  *actors.System
-	API     *sphttp.Server
+	Journal  *streams.Journal
+	System   *actors.System
+	API      *sphttp.Server
+	Redis    *redisstore.Store
+	Tools    *sphttp.ToolServer
+	Registry *rpc.RegistryServer
+
+	// Catalog and Planning back the hosted tools. Open fills Catalog from the actor system when it
+	// implements supplyplan.CatalogService; tests may set either before Open.
+	Catalog  supplyplan.CatalogService
+	Planning supplyplan.PlanningToolService
 }
 
 // NewMain returns an unopened Main; ready lines ("listening api http://...") go to out.
@@ -62,16 +72,11 @@ func (m *Main) Open(ctx context.Context) error {
 	if created {
 		m.Log.Info("created demo organization", "credentials", credsPath)
 	}
-	m.Log.Info("state loaded", "took", time.Since(start))
-
-	m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
-		RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
-		sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System})
-	if err := m.API.Open(); err != nil {
-		return err
+	if err := m.System.EnsureDemoMCP(ctx, func(keys map[string]string) error { return mergeCredentials(credsPath, keys) }); err != nil {
+		return fmt.Errorf("ensure demo merchant: %w", err)
 	}
-	fmt.Fprintf(m.out, "listening api http://%s\n", m.API.Addr())
-	return nil
+	m.Log.Info("state loaded", "took", time.Since(start))
+	return m.openSurfaces(ctx, credsPath)
 }
 
 // Close stops accepting requests, finishes in-flight ones, drains the actors and closes storage.
@@ -86,6 +91,15 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.API != nil {
 		step("api", func() error { return m.API.Close(ctx) })
+	}
+	if m.Registry != nil {
+		step("registry", func() error { return m.Registry.Close(ctx) })
+	}
+	if m.Tools != nil {
+		step("tools", func() error { return m.Tools.Close(ctx) })
+	}
+	if m.Redis != nil {
+		step("redis", func() error { return m.Redis.Close(ctx) })
 	}
 	if m.System != nil {
 		step("actors", func() error { return m.System.Close(ctx) })
