@@ -1,6 +1,7 @@
 package supplyplan
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 )
@@ -14,6 +15,29 @@ type ToolDef struct {
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
 	Meta         map[string]any   `json:"_meta,omitempty"`
+	// Raw is the definition's JSON, encoded once (PrepareToolDef); tools/list writes it as is.
+	Raw json.RawMessage `json:"-"`
+}
+
+// PrepareToolDef compacts the schemas and fills Raw. Definitions are static: prepare them once.
+func PrepareToolDef(d ToolDef) ToolDef {
+	compact := func(m json.RawMessage) json.RawMessage {
+		if len(m) == 0 {
+			return m
+		}
+		var b bytes.Buffer
+		if err := json.Compact(&b, m); err != nil {
+			panic("supplyplan: invalid schema of tool " + d.Name + ": " + err.Error())
+		}
+		return b.Bytes()
+	}
+	d.InputSchema, d.OutputSchema, d.Raw = compact(d.InputSchema), compact(d.OutputSchema), nil
+	raw, err := json.Marshal(d)
+	if err != nil {
+		panic("supplyplan: encode tool " + d.Name + ": " + err.Error())
+	}
+	d.Raw = raw
+	return d
 }
 
 // ToolAnnotations are MCP's behaviour hints.

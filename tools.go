@@ -221,9 +221,7 @@ func requireString(field, v string) error {
 // register adds a tool to the catalogue (called from init in catalogue order).
 func register(t *toolSpec) {
 	t.def.Meta = map[string]any{MetaCapability: t.capability, MetaPublic: t.public}
-	if !json.Valid(t.def.InputSchema) || !json.Valid(t.def.OutputSchema) {
-		panic("supplyplan: invalid schema of tool " + t.def.Name)
-	}
+	t.def = PrepareToolDef(t.def)
 	toolCatalog = append(toolCatalog, t)
 }
 

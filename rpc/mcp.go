@@ -500,12 +500,16 @@ func (h *Handler) batch(ctx context.Context, req supplyplan.MCPRequest, tools su
 
 type callCtxKey struct{}
 
-// callInfo is what the jsonrpc2 handler needs to know about the request.
+// callInfo is what the jsonrpc2 handler needs to know about the request, and where it leaves the
+// encoded result.
 type callInfo struct {
 	tools   supplyplan.ToolSet
 	method  string
 	version string
 	modern  bool
+
+	mu     sync.Mutex
+	result []byte // set when the handler succeeded
 }
 
 // oneShotStream feeds one message to a jsonrpc2.Conn and captures what it writes. The second read
@@ -554,6 +558,18 @@ func (h *Handler) dispatchOne(ctx context.Context, call *callInfo, raw, rawID []
 	stream.mu.Lock()
 	out := stream.out
 	stream.mu.Unlock()
+	call.mu.Lock()
+	result := call.result
+	call.mu.Unlock()
+	if result != nil && out != nil {
+		// jsonrpc2 framed the placeholder result; the real one was encoded once by the handler.
+		b := make([]byte, 0, len(result)+len(rawID)+40)
+		b = append(b, `{"jsonrpc":"2.0","id":`...)
+		b = append(b, rawID...)
+		b = append(b, `,"result":`...)
+		b = append(b, result...)
+		return append(b, '}'), nil
+	}
 	if out == nil {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -594,12 +610,42 @@ func withRawID(out, rawID []byte) []byte {
 	return append(b, rest[end:]...)
 }
 
+// resultPlaceholder is what the jsonrpc2 handler returns on success. Results are encoded exactly
+// once, into callInfo.result, and spliced into the response by dispatchOne: letting jsonrpc2 carry
+// them would re-validate and re-compact every byte three more times (SetResult, Response.MarshalJSON,
+// and the stream's WriteObject), which dominated the CPU profile.
+var resultPlaceholder = json.RawMessage("true")
+
 // dispatch is the jsonrpc2 handler: MCP methods to results. Errors are *jsonrpc2.Error.
 func (h *Handler) dispatch(ctx context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
 	call, _ := ctx.Value(callCtxKey{}).(*callInfo)
 	if call == nil {
 		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
 	}
+	res, err := h.method(ctx, call, r)
+	if err != nil {
+		return nil, err
+	}
+	var b []byte
+	switch v := res.(type) {
+	case []byte:
+		b = v
+	case json.RawMessage:
+		b = v
+	default:
+		if b, err = json.Marshal(v); err != nil {
+			h.log.Error("encode mcp result", "method", r.Method, "err", err)
+			return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
+		}
+	}
+	call.mu.Lock()
+	call.result = b
+	call.mu.Unlock()
+	return resultPlaceholder, nil
+}
+
+// method runs one MCP method.
+func (h *Handler) method(ctx context.Context, call *callInfo, r *jsonrpc2.Request) (any, error) {
 	var params json.RawMessage
 	if r.Params != nil {
 		params = *r.Params
@@ -683,15 +729,32 @@ func (h *Handler) listTools(call *callInfo, params json.RawMessage) (any, error)
 		offset = n
 	}
 	end := min(offset+h.cfg.PageSize, len(all))
-	page := all[offset:end]
-	if page == nil {
-		page = []supplyplan.ToolDef{}
+	var b bytes.Buffer
+	b.WriteString(`{"tools":[`)
+	for i, d := range all[offset:end] {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		raw := d.Raw
+		if len(raw) == 0 {
+			var err error
+			if raw, err = json.Marshal(d); err != nil {
+				return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
+			}
+		}
+		b.Write(raw)
 	}
-	res := map[string]any{"tools": page}
+	b.WriteByte(']')
 	if end < len(all) {
-		res["nextCursor"] = makeCursor(end)
+		b.WriteString(`,"nextCursor":"` + makeCursor(end) + `"`)
 	}
-	return h.modernResult(call, res, true), nil
+	if call.modern {
+		extra, _ := json.Marshal(h.modernResult(call, map[string]any{}, true))
+		b.WriteByte(',')
+		b.Write(extra[1 : len(extra)-1])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 func makeCursor(offset int) string {

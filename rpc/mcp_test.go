@@ -222,13 +222,13 @@ func TestTransportEdgeCases(t *testing.T) {
 			}},
 		{name: "negative id echoed", method: "POST", body: `{"jsonrpc":"2.0","id":-5,"method":"ping"}`, status: 200,
 			check: func(t *testing.T, r reply) {
-				if r.body != `{"id":-5,"result":{},"jsonrpc":"2.0"}` {
+				if r.body != `{"jsonrpc":"2.0","id":-5,"result":{}}` {
 					t.Errorf("body = %s", r.body)
 				}
 			}},
 		{name: "string id echoed byte for byte", method: "POST", body: `{"jsonrpc":"2.0","id":"a\u0041<","method":"ping"}`, status: 200,
 			check: func(t *testing.T, r reply) {
-				if !strings.HasPrefix(r.body, `{"id":"a\u0041<",`) {
+				if !strings.HasPrefix(r.body, `{"jsonrpc":"2.0","id":"a\u0041<",`) {
 					t.Errorf("body = %s", r.body)
 				}
 			}},

@@ -80,6 +80,12 @@ var registryDefs = []supplyplan.ToolDef{
 	},
 }
 
+func init() {
+	for i, d := range registryDefs {
+		registryDefs[i] = supplyplan.PrepareToolDef(d)
+	}
+}
+
 func (t *registryTools) Tools() []supplyplan.ToolDef { return registryDefs }
 
 func (t *registryTools) Call(ctx context.Context, name string, args json.RawMessage) (supplyplan.ToolResult, error) {
