@@ -73,7 +73,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) listKey() string           { return s.cfg.Prefix + "gwkeys" }
+func (s *Store) listKey() string            { return s.cfg.Prefix + "gwkeys" }
 func (s *Store) hashKey(hash string) string { return s.cfg.Prefix + "gwkey:" + hash }
 
 // CreateGatewayKey stores a new key and returns it with its secret (shown once).

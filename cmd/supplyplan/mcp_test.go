@@ -115,7 +115,9 @@ func call(t *testing.T, method, url string, headers map[string]string, body any)
 	return resp{r.StatusCode, r.Header, b}
 }
 
-func bearerH(key string) map[string]string { return map[string]string{"Authorization": "Bearer " + key} }
+func bearerH(key string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + key}
+}
 
 func (e *env) platform(t *testing.T, method, path string, body any) resp {
 	t.Helper()
