@@ -91,20 +91,38 @@ type MCPHandler interface {
 	HandleMCP(ctx context.Context, req MCPRequest) MCPResponse
 }
 
-// CallResult renders the result as an MCP CallToolResult: a text rendering, the serialized
-// structured content (for clients without structured content support) and structuredContent.
-// Error results carry only the text (clients validate structuredContent of successes only).
-func (r ToolResult) CallResult() map[string]any {
-	content := []map[string]any{{"type": "text", "text": r.Text}}
-	out := map[string]any{"content": content}
+// CallResultJSON encodes the result as an MCP CallToolResult: the text rendering, and for a success
+// structuredContent. withJSONText adds the serialized structured content as a second text block, for
+// clients of revisions without structuredContent (2025-03-26). Error results carry only the text
+// (clients validate the structured content of successes only).
+func (r ToolResult) CallResultJSON(withJSONText bool) ([]byte, error) {
+	text, err := json.Marshal(r.Text)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"content":[{"type":"text","text":`)
+	b.Write(text)
+	b.WriteString(`}]`)
 	if r.IsError {
-		out["isError"] = true
-		return out
+		b.WriteString(`,"isError":true}`)
+		return b.Bytes(), nil
 	}
 	if r.Structured != nil {
-		b, _ := json.Marshal(r.Structured)
-		out["content"] = append(content, map[string]any{"type": "text", "text": string(b)})
-		out["structuredContent"] = json.RawMessage(b)
+		sc, err := json.Marshal(r.Structured)
+		if err != nil {
+			return nil, err
+		}
+		if withJSONText {
+			st, _ := json.Marshal(string(sc))
+			b.Truncate(b.Len() - 1) // reopen the content array
+			b.WriteString(`,{"type":"text","text":`)
+			b.Write(st)
+			b.WriteString(`}]`)
+		}
+		b.WriteString(`,"structuredContent":`)
+		b.Write(sc)
 	}
-	return out
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }

@@ -250,7 +250,14 @@ func (s *ToolServer) callTool(rctx context.Context, ctx *fasthttp.RequestCtx) er
 		}
 		return err
 	}
-	return writeJSON(ctx, fasthttp.StatusOK, res.CallResult())
+	b, err := res.CallResultJSON(false)
+	if err != nil {
+		return fmt.Errorf("encode tool result: %w", err)
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+	return nil
 }
 
 func (s *ToolServer) mcp(rctx context.Context, ctx *fasthttp.RequestCtx) {

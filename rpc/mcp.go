@@ -796,5 +796,15 @@ func (h *Handler) callTool(ctx context.Context, call *callInfo, params json.RawM
 		h.log.Error("tool call failed", "tool", *p.Name, "err", err)
 		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
 	}
-	return h.modernResult(call, res.CallResult(), false), nil
+	b, err := res.CallResultJSON(call.version == V20250326)
+	if err != nil {
+		h.log.Error("encode tool result", "tool", *p.Name, "err", err)
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
+	}
+	if call.modern {
+		extra, _ := json.Marshal(h.modernResult(call, map[string]any{}, false))
+		b = append(b[:len(b)-1], ',')
+		b = append(b, extra[1:]...)
+	}
+	return b, nil
 }
