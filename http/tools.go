@@ -212,16 +212,35 @@ func (s *ToolServer) listTools(_ context.Context, ctx *fasthttp.RequestCtx) erro
 	if err != nil {
 		return err
 	}
-	tools := supplyplan.NewToolSet(org, acc, s.svc.Deps).Tools()
-	if tools == nil {
-		tools = []supplyplan.ToolDef{}
-	}
 	mode := "key"
 	if acc.Public {
 		mode = "public"
 	}
-	return writeJSON(ctx, fasthttp.StatusOK, map[string]any{
-		"organization": map[string]string{"id": org.ID, "slug": org.Slug}, "access": mode, "tools": tools})
+	head, err := json.Marshal(map[string]any{"organization": map[string]string{"id": org.ID, "slug": org.Slug}, "access": mode})
+	if err != nil {
+		return fmt.Errorf("encode tool list: %w", err)
+	}
+	// The definitions are pre-encoded (supplyplan.PrepareToolDef): write them as they are.
+	b := make([]byte, 0, 16<<10)
+	b = append(b, head[:len(head)-1]...)
+	b = append(b, `,"tools":[`...)
+	for i, d := range supplyplan.NewToolSet(org, acc, s.svc.Deps).Tools() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		raw := d.Raw
+		if len(raw) == 0 {
+			if raw, err = json.Marshal(d); err != nil {
+				return fmt.Errorf("encode tool %s: %w", d.Name, err)
+			}
+		}
+		b = append(b, raw...)
+	}
+	b = append(b, "]}"...)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+	return nil
 }
 
 func (s *ToolServer) callTool(rctx context.Context, ctx *fasthttp.RequestCtx) error {

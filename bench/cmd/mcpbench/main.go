@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/supplyplan/supplyplan/bench/mcpbench"
@@ -22,13 +23,23 @@ func main() {
 	flag.DurationVar(&opt.Duration, "duration", 5*time.Second, "measurement time per scenario and per baseline")
 	flag.IntVar(&opt.Concurrency, "concurrency", 32, "concurrent connections")
 	flag.IntVar(&opt.Merchants, "merchants", 50, "listed merchants in the registry")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and servers) to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mcpbench:", err)
+			os.Exit(1)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	res, err := mcpbench.Run(ctx, opt)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcpbench:", err)
-		os.Exit(1)
+		return
 	}
 	fmt.Printf("MCP surfaces vs bare fasthttp (GOMAXPROCS=%d, %s)\n\n", runtime.GOMAXPROCS(0), runtime.Version())
 	mcpbench.Markdown(os.Stdout, res, opt)
