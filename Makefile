@@ -4,7 +4,7 @@ BIN      := bin/supplyplan
 DATA     ?= ./data
 PKGS     := ./...
 
-.PHONY: all build run test test-unit deps vet fuzz bench clean
+.PHONY: all build run test test-unit deps vet fuzz bench bench-mcp clean
 
 all: build
 
@@ -34,6 +34,10 @@ fuzz:
 
 bench: build
 	$(GO) run ./bench/cmd/benchrun -out bench/RESULTS.md
+
+# bench-mcp measures the MCP registry and tool service next to a bare fasthttp handler (docs/mcp.md).
+bench-mcp:
+	$(GO) run ./bench/cmd/mcpbench -duration 5s -concurrency 32
 
 clean:
 	rm -rf bin
