@@ -3,6 +3,7 @@ package supplyplan
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -136,7 +137,7 @@ func (in ScenarioInput) Validate(create bool) error {
 			}
 			seen := map[string]bool{}
 			for i, c := range adj {
-				f := "assumptions.categoryAdjustments[" + itoa(i) + "]"
+				f := "assumptions.categoryAdjustments[" + strconv.Itoa(i) + "]"
 				if strings.TrimSpace(c.CategoryID) == "" {
 					fe.Add(f+".categoryId", "is required")
 				} else if seen[c.CategoryID] {
@@ -153,7 +154,7 @@ func (in ScenarioInput) Validate(create bool) error {
 			}
 			seen := map[string]bool{}
 			for i, c := range adj {
-				f := "assumptions.channelAdjustments[" + itoa(i) + "]"
+				f := "assumptions.channelAdjustments[" + strconv.Itoa(i) + "]"
 				if strings.TrimSpace(c.ChannelID) == "" {
 					fe.Add(f+".channelId", "is required")
 				} else if seen[c.ChannelID] {
@@ -300,26 +301,4 @@ func joinEnum[T ~string](vals []T) string {
 		parts[i] = string(v)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	n := len(b)
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
 }

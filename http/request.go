@@ -141,7 +141,9 @@ type Query struct {
 }
 
 // Query starts reading the query string.
-func (r *Request) Query() *Query { return &Query{args: r.Ctx.QueryArgs(), fe: supplyplan.FieldErrors{}} }
+func (r *Request) Query() *Query {
+	return &Query{args: r.Ctx.QueryArgs(), fe: supplyplan.FieldErrors{}}
+}
 
 // Err returns the collected validation error, if any.
 func (q *Query) Err() error { return q.fe.Err() }

@@ -122,6 +122,9 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	}
 	err := s.srv.ShutdownWithContext(ctx)
+	// fasthttp's Shutdown returns at once when Serve has not registered the listener yet; closing it
+	// ourselves makes such a late Serve return instead of blocking forever.
+	_ = s.ln.Close()
 	<-s.served
 	s.ln = nil
 	return err

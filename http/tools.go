@@ -107,6 +107,8 @@ func (s *ToolServer) Close(ctx context.Context) error {
 		return nil
 	}
 	err := s.srv.ShutdownWithContext(ctx)
+	// As for the API server: a Serve that had not registered the listener yet would block forever.
+	_ = s.ln.Close()
 	<-s.served
 	s.ln = nil
 	return err

@@ -16,6 +16,7 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	BodyLimit       int
 	SnapshotEvery   int
+	DebugAddr       string
 
 	// MCP surfaces.
 	RegistryAddr      string
@@ -62,6 +63,7 @@ func DefaultConfig() Config {
 		RedisAddr:         envString("SUPPLYPLAN_REDIS_ADDR", ""),
 		RedisPassword:     envString("SUPPLYPLAN_REDIS_PASSWORD", ""),
 		RedisPrefix:       envString("SUPPLYPLAN_REDIS_PREFIX", "supplyplan:"),
+		DebugAddr:         envString("SUPPLYPLAN_DEBUG_ADDR", ""),
 	}
 }
 
@@ -73,6 +75,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of each API request (SUPPLYPLAN_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long SIGTERM waits for in-flight work (SUPPLYPLAN_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&c.BodyLimit, "body-limit", c.BodyLimit, "largest JSON body of the forecasting, transfers, alerts and platform endpoints, bytes (SUPPLYPLAN_BODY_LIMIT)")
+	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "serve Go pprof at http://<addr>/debug/pprof/ (off when empty) (SUPPLYPLAN_DEBUG_ADDR)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
 	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
 	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")

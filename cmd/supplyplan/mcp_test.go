@@ -77,13 +77,13 @@ func startMain(t *testing.T, dir string, mutate func(*Config)) *env {
 		tools: "http://" + m.Tools.Addr(), planning: planning}
 }
 
-type resp struct {
+type hresp struct {
 	status int
 	header http.Header
 	body   []byte
 }
 
-func (r resp) json(t *testing.T) map[string]any {
+func (r hresp) json(t *testing.T) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
@@ -92,7 +92,7 @@ func (r resp) json(t *testing.T) map[string]any {
 	return m
 }
 
-func call(t *testing.T, method, url string, headers map[string]string, body any) resp {
+func call(t *testing.T, method, url string, headers map[string]string, body any) hresp {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -112,14 +112,14 @@ func call(t *testing.T, method, url string, headers map[string]string, body any)
 	}
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
-	return resp{r.StatusCode, r.Header, b}
+	return hresp{r.StatusCode, r.Header, b}
 }
 
 func bearerH(key string) map[string]string {
 	return map[string]string{"Authorization": "Bearer " + key}
 }
 
-func (e *env) platform(t *testing.T, method, path string, body any) resp {
+func (e *env) platform(t *testing.T, method, path string, body any) hresp {
 	t.Helper()
 	return call(t, method, e.api+path, bearerH(e.creds.Keys["platform"]), body)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
@@ -25,6 +26,8 @@ type Main struct {
 	Log    *slog.Logger
 	out    io.Writer
 
+	lock     *os.File
+	debug    io.Closer
 	Journal  *streams.Journal
 	System   *actors.System
 	API      *sphttp.Server
@@ -53,6 +56,12 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	m.lock = lock
+
 	start := time.Now()
 	j, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(cfg.DataDir, "journal"), Logger: m.Log})
 	if err != nil {
@@ -76,7 +85,18 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("ensure demo merchant: %w", err)
 	}
 	m.Log.Info("state loaded", "took", time.Since(start))
-	return m.openSurfaces(ctx, credsPath)
+	if err := m.openSurfaces(ctx, credsPath); err != nil {
+		return err
+	}
+	if cfg.DebugAddr != "" {
+		d, addr, err := startDebug(cfg.DebugAddr)
+		if err != nil {
+			return err
+		}
+		m.debug = d
+		fmt.Fprintf(m.out, "listening debug http://%s/debug/pprof/\n", addr)
+	}
+	return nil
 }
 
 // Close stops accepting requests, finishes in-flight ones, drains the actors and closes storage.
@@ -88,6 +108,9 @@ func (m *Main) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("close %s: %w", name, err))
 		}
 		m.Log.Info("closed", "part", name, "took", time.Since(start))
+	}
+	if m.debug != nil {
+		_ = m.debug.Close()
 	}
 	if m.API != nil {
 		step("api", func() error { return m.API.Close(ctx) })
@@ -106,6 +129,10 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.Journal != nil {
 		step("journal", m.Journal.Close)
+	}
+	if m.lock != nil {
+		_ = m.lock.Close() // releases the flock
+		m.lock = nil
 	}
 	return errors.Join(errs...)
 }
@@ -134,4 +161,17 @@ func writeCredentials(path string, c supplyplan.Credentials) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// lockDataDir takes an exclusive lock on <dir>/LOCK so that two processes never write one journal.
+func lockDataDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open data dir lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data dir %s is in use by another supplyplan process: %w", dir, err)
+	}
+	return f, nil
 }

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// benchAPI: GET /api/forecast/scenarios/[id] (reads) and POST /api/forecast/events (durable
+// writes) under concurrent load, each next to a bare fasthttp handler returning the same bytes.
+func benchAPI(_ context.Context, e *env) (section, error) {
+	svc, err := startService(e)
+	if err != nil {
+		return section{}, err
+	}
+	defer svc.Stop()
+	creds, err := readCreds(svc.Data)
+	if err != nil {
+		return section{}, err
+	}
+	auth := map[string]string{"Authorization": "Bearer " + creds.Keys["PLANNER"]}
+
+	status, body, err := call("POST", svc.URL+"/api/forecast/scenarios", auth, []byte(`{"name":"Benchmark scenario","type":"PROMOTIONAL","assumptions":{"narrative":"steady","globalLiftPct":0.05,"categoryAdjustments":[{"categoryId":"beverages","liftPct":0.1}]}}`))
+	if err != nil || status != 201 {
+		return section{}, fmt.Errorf("create scenario: %d %s %v", status, body, err)
+	}
+	var created struct {
+		Scenario struct{ ID string } `json:"scenario"`
+	}
+	_ = json.Unmarshal(body, &created)
+	getURL := svc.URL + "/api/forecast/scenarios/" + created.Scenario.ID
+	_, getBody, err := call("GET", getURL, auth, nil)
+	if err != nil {
+		return section{}, err
+	}
+	eventBody := func(w, i int) []byte {
+		return []byte(fmt.Sprintf(`{"name":"Promo %d-%d","type":"PROMOTION","startsAt":"2027-03-01T00:00:00Z","endsAt":"2027-03-08T00:00:00Z","value":{"liftPct":0.25,"stackingMode":"MULTIPLICATIVE"},"productMasterId":"sku-%d"}`, w, i, i%500))
+	}
+	_, postBody, err := call("POST", svc.URL+"/api/forecast/events", auth, eventBody(0, 0))
+	if err != nil {
+		return section{}, err
+	}
+
+	phase := func(url, method string, status int, body func(int, int) []byte) (loadResult, error) {
+		return runLoad(loadSpec{URL: url, Method: method, Headers: auth, Body: body, WantStatus: status,
+			Concurrency: e.concurrency, Warmup: time.Second, Duration: e.duration})
+	}
+	bareGet, err := startBare(e, getBody, 200)
+	if err != nil {
+		return section{}, err
+	}
+	defer bareGet.Stop()
+	barePost, err := startBare(e, postBody, 201)
+	if err != nil {
+		return section{}, err
+	}
+	defer barePost.Stop()
+
+	rb, err := phase(bareGet.URL+"/api/forecast/scenarios/"+created.Scenario.ID, "GET", 200, nil)
+	if err != nil {
+		return section{}, fmt.Errorf("bare GET: %w", err)
+	}
+	rg, err := phase(getURL, "GET", 200, nil)
+	if err != nil {
+		return section{}, fmt.Errorf("GET scenario: %w", err)
+	}
+	pb, err := phase(barePost.URL+"/api/forecast/events", "POST", 201, eventBody)
+	if err != nil {
+		return section{}, fmt.Errorf("bare POST: %w", err)
+	}
+	pw, err := phase(svc.URL+"/api/forecast/events", "POST", 201, eventBody)
+	if err != nil {
+		return section{}, fmt.Errorf("POST event: %w", err)
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d keep-alive connections, %s measured after 1 s warm-up per phase; service and bare handler each in their own process, load generator in a third.\n\n", e.concurrency, e.duration)
+	b.WriteString("| endpoint | requests/s | p50 | p99 | errors |\n|---|---|---|---|---|\n")
+	b.WriteString(rb.row("bare fasthttp handler, same bytes as GET scenario") + "\n")
+	b.WriteString(rg.row("`GET /api/forecast/scenarios/[id]`") + "\n")
+	b.WriteString(pb.row("bare fasthttp handler, same bytes as POST event") + "\n")
+	b.WriteString(pw.row("`POST /api/forecast/events` (durable: fsync before 201)") + "\n\n")
+	readRatio := rg.RPS / rb.RPS
+	fmt.Fprintf(&b, "- reads: %.0f%% of the bare handler (target at least 50%%): **%s**\n", 100*readRatio, verdict(readRatio >= 0.5))
+	fmt.Fprintf(&b, "- durable writes: %.0f/s (target at least 2,000/s): **%s**; %.0f%% of the bare handler\n", pw.RPS, verdict(pw.RPS >= 2000), 100*pw.RPS/pb.RPS)
+	return section{Title: "Foundation: scenario reads and durable event writes", Command: "go run ./bench/cmd/benchrun -only api", Body: b.String()}, nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+type credentials struct {
+	Organization struct{ ID, Slug string } `json:"organization"`
+	Keys         map[string]string         `json:"keys"`
+}
+
+func readCreds(dataDir string) (credentials, error) {
+	var c credentials
+	b, err := os.ReadFile(filepath.Join(dataDir, "credentials.json"))
+	if err != nil {
+		return c, err
+	}
+	return c, json.Unmarshal(b, &c)
+}
+
+// call does one request and returns status and body.
+func call(method, url string, headers map[string]string, body []byte) (int, []byte, error) {
+	req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(res)
+	req.SetRequestURI(url)
+	req.Header.SetMethod(method)
+	req.Header.SetContentType("application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	if body != nil {
+		req.SetBody(body)
+	}
+	if err := fasthttp.DoTimeout(req, res, 5*time.Minute); err != nil {
+		return 0, nil, err
+	}
+	return res.StatusCode(), bytes.Clone(res.Body()), nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// loadSpec describes one load phase: concurrent clients sending the same request.
+type loadSpec struct {
+	URL         string
+	Method      string
+	Headers     map[string]string
+	Body        func(worker, i int) []byte // nil for no body
+	WantStatus  int
+	Concurrency int
+	Warmup      time.Duration
+	Duration    time.Duration
+}
+
+// loadResult is what a phase measured.
+type loadResult struct {
+	Requests int
+	Errors   int
+	RPS      float64
+	P50, P99 time.Duration
+}
+
+func (r loadResult) row(name string) string {
+	return fmt.Sprintf("| %s | %.0f | %s | %s | %d |", name, r.RPS, fmtDur(r.P50), fmtDur(r.P99), r.Errors)
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+	}
+}
+
+// runLoad drives spec with keep-alive connections, one per worker, and reports throughput and
+// latency percentiles over the measurement window (after the warmup).
+func runLoad(spec loadSpec) (loadResult, error) {
+	host := strings.TrimPrefix(spec.URL, "http://")
+	host, path, _ := strings.Cut(host, "/")
+	path = "/" + path
+	client := &fasthttp.HostClient{Addr: host, MaxConns: spec.Concurrency * 2, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, MaxIdleConnDuration: time.Minute}
+	var measuring atomic.Bool
+	var stop atomic.Bool
+	var errs atomic.Int64
+	lat := make([][]time.Duration, spec.Concurrency)
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for w := 0; w < spec.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(res)
+			local := make([]time.Duration, 0, 1<<16)
+			for i := 0; !stop.Load(); i++ {
+				req.Reset()
+				req.SetRequestURI(path)
+				req.Header.SetHost(host)
+				req.Header.SetMethod(spec.Method)
+				req.Header.SetContentType("application/json")
+				for k, v := range spec.Headers {
+					req.Header.Set(k, v)
+				}
+				if spec.Body != nil {
+					req.SetBody(spec.Body(w, i))
+				}
+				start := time.Now()
+				err := client.Do(req, res)
+				d := time.Since(start)
+				if !measuring.Load() {
+					continue
+				}
+				if err != nil || res.StatusCode() != spec.WantStatus {
+					errs.Add(1)
+					if firstErr.Load() == nil {
+						if err == nil {
+							err = fmt.Errorf("status %d: %s", res.StatusCode(), res.Body())
+						}
+						firstErr.Store(err)
+					}
+					continue
+				}
+				local = append(local, d)
+			}
+			lat[w] = local
+		}()
+	}
+	time.Sleep(spec.Warmup)
+	measuring.Store(true)
+	start := time.Now()
+	time.Sleep(spec.Duration)
+	measuring.Store(false)
+	elapsed := time.Since(start)
+	stop.Store(true)
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	res := loadResult{Requests: len(all), Errors: int(errs.Load())}
+	if len(all) == 0 {
+		if e, ok := firstErr.Load().(error); ok {
+			return res, fmt.Errorf("no successful request: %w", e)
+		}
+		return res, fmt.Errorf("no successful request")
+	}
+	res.RPS = float64(len(all)) / elapsed.Seconds()
+	res.P50 = all[len(all)/2]
+	res.P99 = all[len(all)*99/100]
+	if e, ok := firstErr.Load().(error); ok && res.Errors > 0 {
+		return res, fmt.Errorf("%d failed requests, first: %w", res.Errors, e)
+	}
+	return res, nil
+}
