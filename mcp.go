@@ -109,9 +109,11 @@ func (r ToolResult) CallResultJSON(withJSONText bool) ([]byte, error) {
 		return b.Bytes(), nil
 	}
 	if r.Structured != nil {
-		sc, err := json.Marshal(r.Structured)
-		if err != nil {
-			return nil, err
+		sc, ok := r.Structured.(json.RawMessage) // already encoded by the tool
+		if !ok {
+			if sc, err = json.Marshal(r.Structured); err != nil {
+				return nil, err
+			}
 		}
 		if withJSONText {
 			st, _ := json.Marshal(string(sc))

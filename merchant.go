@@ -266,6 +266,14 @@ func (s *PlatformState) MarkOutboxDelivered(id string) ([]Record, error) {
 type Merchant struct {
 	Org     Organization
 	Profile MerchantProfile
+	// SearchText is the lowercase text search_merchants matches words against (filled by
+	// ListedMerchants; computed on the fly when empty).
+	SearchText string
+}
+
+func merchantSearchText(m Merchant) string {
+	return strings.ToLower(strings.Join(append([]string{m.Org.Slug, m.Org.Name, m.Profile.DisplayName,
+		m.Profile.Description, m.Profile.Region}, m.Profile.Categories...), " "))
 }
 
 // MerchantQuery filters search_merchants. Cursor is the opaque value of a previous page.
@@ -322,8 +330,10 @@ func SearchMerchants(all []Merchant, q MerchantQuery) ([]Merchant, string, error
 			continue
 		}
 		if len(words) > 0 {
-			text := strings.ToLower(strings.Join(append([]string{m.Org.Slug, m.Org.Name, m.Profile.DisplayName,
-				m.Profile.Description, m.Profile.Region}, m.Profile.Categories...), " "))
+			text := m.SearchText
+			if text == "" {
+				text = merchantSearchText(m)
+			}
 			if !allWords(text, words) {
 				continue
 			}
@@ -351,7 +361,9 @@ func (s *PlatformState) ListedMerchants() []Merchant {
 	out := []Merchant{}
 	for id, p := range s.Merchants {
 		if o, ok := s.Orgs[id]; ok && p.Listed {
-			out = append(out, Merchant{Org: *o, Profile: *p})
+			m := Merchant{Org: *o, Profile: *p}
+			m.SearchText = merchantSearchText(m)
+			out = append(out, m)
 		}
 	}
 	slices.SortFunc(out, func(a, b Merchant) int { return cmp.Compare(a.Org.Slug, b.Org.Slug) })

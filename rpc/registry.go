@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/supplyplan/supplyplan"
 )
@@ -23,7 +25,46 @@ type Directory struct {
 // RegistryTools returns the discovery tools: search_merchants, get_merchant, list_merchant_tools.
 func RegistryTools(d Directory) supplyplan.ToolSet { return &registryTools{d: d} }
 
-type registryTools struct{ d Directory }
+type registryTools struct {
+	d     Directory
+	cache atomic.Pointer[viewCache]
+}
+
+// viewCache holds each listed merchant's view, encoded once per directory snapshot: a search then
+// only filters and concatenates bytes. A snapshot is identified by its slice (the directory
+// publishes a new slice on every change) and the tool service URL.
+type viewCache struct {
+	first *supplyplan.Merchant
+	n     int
+	base  string
+	views map[string]cachedView // by slug
+}
+
+type cachedView struct {
+	view merchantView
+	json []byte
+	line string
+}
+
+func (t *registryTools) views(all []supplyplan.Merchant) *viewCache {
+	base := t.base()
+	var first *supplyplan.Merchant
+	if len(all) > 0 {
+		first = &all[0]
+	}
+	if c := t.cache.Load(); c != nil && c.first == first && c.n == len(all) && c.base == base {
+		return c
+	}
+	c := &viewCache{first: first, n: len(all), base: base, views: make(map[string]cachedView, len(all))}
+	for _, m := range all {
+		v := t.view(m)
+		b, _ := json.Marshal(v)
+		c.views[m.Org.Slug] = cachedView{view: v, json: b,
+			line: fmt.Sprintf("\n- %s (%s): %s [%s]", v.DisplayName, v.Slug, v.Description, strings.Join(v.Capabilities, ", "))}
+	}
+	t.cache.Store(c)
+	return c
+}
 
 const merchantSchema = `{"type":"object","properties":{
   "slug":{"type":"string"},"organizationId":{"type":"string"},"displayName":{"type":"string"},
@@ -170,26 +211,38 @@ func (t *registryTools) search(args json.RawMessage) (any, string, error) {
 	if len(in.Query) > 200 {
 		return nil, "", supplyplan.Invalid("query", "must be at most 200 characters")
 	}
-	page, next, err := supplyplan.SearchMerchants(t.d.Merchants.ListedMerchants(), q)
+	all := t.d.Merchants.ListedMerchants()
+	page, next, err := supplyplan.SearchMerchants(all, q)
 	if err != nil {
 		return nil, "", err
 	}
-	out := struct {
-		Merchants  []merchantView `json:"merchants"`
-		Count      int            `json:"count"`
-		NextCursor string         `json:"nextCursor,omitempty"`
-	}{Merchants: make([]merchantView, 0, len(page)), Count: len(page), NextCursor: next}
+	cache := t.views(all)
+	out := make([]byte, 0, 512*len(page)+64)
+	out = append(out, `{"merchants":[`...)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d merchant(s)", len(page))
-	for _, m := range page {
-		v := t.view(m)
-		out.Merchants = append(out.Merchants, v)
-		fmt.Fprintf(&b, "\n- %s (%s): %s [%s]", v.DisplayName, v.Slug, v.Description, strings.Join(v.Capabilities, ", "))
+	for i, m := range page {
+		cv, ok := cache.views[m.Org.Slug]
+		if !ok { // not in this snapshot (cannot happen with one ListedMerchants call)
+			v := t.view(m)
+			cv.json, _ = json.Marshal(v)
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, cv.json...)
+		b.WriteString(cv.line)
 	}
+	out = append(out, `],"count":`...)
+	out = strconv.AppendInt(out, int64(len(page)), 10)
 	if next != "" {
+		out = append(out, `,"nextCursor":"`...)
+		out = append(out, next...) // base64url: no escaping needed
+		out = append(out, '"')
 		b.WriteString("\nMore results: call again with cursor " + next)
 	}
-	return out, b.String(), nil
+	out = append(out, '}')
+	return json.RawMessage(out), b.String(), nil
 }
 
 func (t *registryTools) find(args json.RawMessage) (supplyplan.Merchant, error) {

@@ -41,6 +41,7 @@ var benches = []struct {
 	fn   benchFunc
 }{
 	{"api", benchAPI},
+	{"mcp", benchMCP},
 }
 
 // env is what every benchmark gets.
@@ -166,7 +167,8 @@ func startService(e *env, extra ...string) (*service, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"serve", "--data", data, "--api-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+	args := append([]string{"serve", "--data", data, "--api-addr", "127.0.0.1:0",
+		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
 	cmd := exec.Command(e.bin, args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
