@@ -23,7 +23,14 @@ func (h *Handler) NetHTTP(resolve func(r *http.Request) func(context.Context) (s
 		defer cancel()
 		var body []byte
 		if r.Method == http.MethodPost {
-			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.cfg.MaxBody)+1))
+			var b []byte
+			var err error
+			if n := r.ContentLength; n >= 0 && n <= int64(h.cfg.MaxBody) {
+				b = make([]byte, n) // the common case: one exact read, no growing buffer
+				_, err = io.ReadFull(r.Body, b)
+			} else {
+				b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.cfg.MaxBody)+1))
+			}
 			if err != nil {
 				var mbe *http.MaxBytesError
 				if !errors.As(err, &mbe) {

@@ -599,3 +599,41 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		t.Fatalf("wrong key: %v %s", err, out)
 	}
 }
+
+// TestSingleSurfaces: `supplyplan registry` and `supplyplan tools` start only their server.
+func TestSingleSurfaces(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Surfaces
+		want string
+	}{
+		{"registry", Surfaces{Registry: true}, "listening registry http://"},
+		{"tools", Surfaces{Tools: true}, "listening tools http://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.DataDir, cfg.Surfaces = t.TempDir(), tc.s
+			cfg.APIAddr, cfg.RegistryAddr, cfg.ToolsAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+			cfg.RedisAddr = ""
+			var out bytes.Buffer
+			m := NewMain(cfg, slog.New(slog.DiscardHandler), &out)
+			if err := m.Open(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close(context.Background())
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], tc.want) || m.API != nil {
+				t.Fatalf("ready lines = %q", out.String())
+			}
+			r := call(t, "GET", strings.TrimPrefix(lines[0], tc.want[:len(tc.want)-len("http://")])+"/health", nil, nil)
+			if r.status != 200 {
+				t.Fatalf("health = %d %s", r.status, r.body)
+			}
+		})
+	}
+	// The subcommands parse the same flags.
+	var stderr bytes.Buffer
+	if err := run([]string{"registry", "--help"}, io.Discard, &stderr); err == nil || !strings.Contains(stderr.String(), "-registry-addr") {
+		t.Fatalf("registry --help: %v %s", err, stderr.String())
+	}
+}
