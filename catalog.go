@@ -172,3 +172,8 @@ type CatalogService interface {
 	Availability(ctx context.Context, p Principal, sku string, locationIDs []string) ([]Availability, error)
 	GetOrder(ctx context.Context, p Principal, externalOrderID string) (Order, error)
 }
+
+// DemandReader reads a tenant's demand history through the API.
+type DemandReader interface {
+	DemandHistory(ctx context.Context, p Principal, key DemandKey, from, to time.Time) ([]WeekValue, error)
+}

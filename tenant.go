@@ -2,6 +2,7 @@ package supplyplan
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -9,34 +10,157 @@ import (
 
 // Record kinds of tenant state.
 const (
-	KindScenario = "scenario"
-	KindEvent    = "event"
+	KindScenario      = "scenario"
+	KindEvent         = "event"
+	KindProduct       = "product"
+	KindLocation      = "location"
+	KindInventory     = "inventory"
+	KindSupplier      = "supplier"
+	KindPurchaseOrder = "po"
+	KindOrder         = "order"
+	KindImportJob     = "importjob"
 )
 
 func init() {
 	RegisterKind(KindScenario, func() any { return new(Scenario) })
 	RegisterKind(KindEvent, func() any { return new(ExternalEvent) })
+	RegisterKind(KindProduct, func() any { return new(Product) })
+	RegisterKind(KindLocation, func() any { return new(Location) })
+	RegisterKind(KindInventory, func() any { return new(InventoryLevel) })
+	RegisterKind(KindSupplier, func() any { return new(Supplier) })
+	RegisterKind(KindPurchaseOrder, func() any { return new(PurchaseOrder) })
+	RegisterKind(KindOrder, func() any { return new(Order) })
+	RegisterKind(KindImportJob, func() any { return new(ImportJob) })
 }
+
+// InventoryKey is the key of a product's level at a location.
+func InventoryKey(productID, locationID string) string { return productID + "\x00" + locationID }
 
 // TenantState is everything one organization owns that lives in its journal. It is owned by the
 // tenant's actor: only that actor reads or changes it. Values stored in its maps are never mutated
 // in place (a change stores a new value), so a copy handed out stays valid.
 type TenantState struct {
-	OrgID     string                    `json:"orgId"`
-	Scenarios map[string]*Scenario      `json:"scenarios"`
-	Events    map[string]*ExternalEvent `json:"events"`
+	OrgID          string                     `json:"orgId"`
+	Scenarios      map[string]*Scenario       `json:"scenarios"`
+	Events         map[string]*ExternalEvent  `json:"events"`
+	Products       map[string]*Product        `json:"products"`
+	Locations      map[string]*Location       `json:"locations"`
+	Inventory      map[string]*InventoryLevel `json:"inventory"`
+	Suppliers      map[string]*Supplier       `json:"suppliers"`
+	PurchaseOrders map[string]*PurchaseOrder  `json:"purchaseOrders"`
+	Orders         map[string]*Order          `json:"orders"`
+	ImportJobs     map[string]*ImportJob      `json:"importJobs"`
 	// ToolAudits are the audits of confirmed state-changing tool calls (tool service).
 	ToolAudits map[string]*ToolAudit `json:"toolAudits,omitempty"`
+
+	skuIndex map[string]string // product sku -> product id (derived, rebuilt on load)
 }
 
 // NewTenantState returns the empty state of an organization.
 func NewTenantState(orgID string) *TenantState {
-	return &TenantState{OrgID: orgID, Scenarios: map[string]*Scenario{}, Events: map[string]*ExternalEvent{}}
+	s := &TenantState{OrgID: orgID}
+	s.init()
+	return s
+}
+
+// init makes every map non-nil and rebuilds derived indexes (after a snapshot decode too).
+func (s *TenantState) init() {
+	if s.Scenarios == nil {
+		s.Scenarios = map[string]*Scenario{}
+	}
+	if s.Events == nil {
+		s.Events = map[string]*ExternalEvent{}
+	}
+	if s.Products == nil {
+		s.Products = map[string]*Product{}
+	}
+	if s.Locations == nil {
+		s.Locations = map[string]*Location{}
+	}
+	if s.Inventory == nil {
+		s.Inventory = map[string]*InventoryLevel{}
+	}
+	if s.Suppliers == nil {
+		s.Suppliers = map[string]*Supplier{}
+	}
+	if s.PurchaseOrders == nil {
+		s.PurchaseOrders = map[string]*PurchaseOrder{}
+	}
+	if s.Orders == nil {
+		s.Orders = map[string]*Order{}
+	}
+	if s.ImportJobs == nil {
+		s.ImportJobs = map[string]*ImportJob{}
+	}
+	s.skuIndex = make(map[string]string, len(s.Products))
+	for id, p := range s.Products {
+		s.skuIndex[p.SKU] = id
+	}
+}
+
+// UnmarshalJSON decodes a snapshot and rebuilds the derived indexes.
+func (s *TenantState) UnmarshalJSON(b []byte) error {
+	type plain TenantState
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = TenantState(p)
+	s.init()
+	return nil
+}
+
+// ProductBySKU finds a product by id, or else by sku.
+func (s *TenantState) ProductBySKU(ref string) (*Product, bool) {
+	if p, ok := s.Products[ref]; ok {
+		return p, true
+	}
+	if id, ok := s.skuIndex[ref]; ok {
+		return s.Products[id], true
+	}
+	return nil, false
+}
+
+// putValue stores a record's value in m after checking its type.
+func putValue[T any](m map[string]*T, r Record) error {
+	if r.Del {
+		delete(m, r.ID)
+		return nil
+	}
+	v, ok := r.Value.(*T)
+	if !ok {
+		return fmt.Errorf("%s record %s has value %T", r.Kind, r.ID, r.Value)
+	}
+	m[r.ID] = v
+	return nil
 }
 
 // Apply applies one record. It is the only way state changes, both live and on replay.
 func (s *TenantState) Apply(r Record) error {
 	switch r.Kind {
+	case KindProduct:
+		if old, ok := s.Products[r.ID]; ok && s.skuIndex[old.SKU] == r.ID {
+			delete(s.skuIndex, old.SKU)
+		}
+		if err := putValue(s.Products, r); err != nil {
+			return err
+		}
+		if p, ok := s.Products[r.ID]; ok {
+			s.skuIndex[p.SKU] = r.ID
+		}
+		return nil
+	case KindLocation:
+		return putValue(s.Locations, r)
+	case KindInventory:
+		return putValue(s.Inventory, r)
+	case KindSupplier:
+		return putValue(s.Suppliers, r)
+	case KindPurchaseOrder:
+		return putValue(s.PurchaseOrders, r)
+	case KindOrder:
+		return putValue(s.Orders, r)
+	case KindImportJob:
+		return putValue(s.ImportJobs, r)
 	case KindScenario:
 		if r.Del {
 			delete(s.Scenarios, r.ID)
@@ -208,15 +332,41 @@ func (s *TenantState) GetEvent(id string, global EventLookup) (ExternalEvent, er
 	return ExternalEvent{}, NotFound("Event")
 }
 
-// expand fills the productMaster and location objects from the ids.
+// expand fills the productMaster and location objects from the catalog (ids alone when the
+// product or location has since disappeared).
 func (s *TenantState) expand(e ExternalEvent) ExternalEvent {
 	if e.ProductMasterID != "" {
 		e.ProductMaster = &ProductRef{ID: e.ProductMasterID, Name: e.ProductMasterID, SKU: e.ProductMasterID}
+		if p, ok := s.Products[e.ProductMasterID]; ok {
+			e.ProductMaster.Name, e.ProductMaster.SKU = p.Name, p.SKU
+		}
 	}
 	if e.LocationID != "" {
 		e.Location = &LocationRef{ID: e.LocationID, Name: e.LocationID}
+		if l, ok := s.Locations[e.LocationID]; ok {
+			e.Location.Name, e.Location.Code = l.Name, l.Code
+		}
 	}
 	return e
+}
+
+// resolveEventRefs checks that the event's product and location exist (a product may be named by
+// its sku; it is stored by id).
+func (s *TenantState) resolveEventRefs(e *ExternalEvent) error {
+	fe := FieldErrors{}
+	if e.ProductMasterID != "" {
+		if p, ok := s.ProductBySKU(e.ProductMasterID); ok {
+			e.ProductMasterID = p.ID
+		} else {
+			fe.Add("productMasterId", "unknown product %q", e.ProductMasterID)
+		}
+	}
+	if e.LocationID != "" {
+		if _, ok := s.Locations[e.LocationID]; !ok {
+			fe.Add("locationId", "unknown location %q", e.LocationID)
+		}
+	}
+	return fe.Err()
 }
 
 // CreateEvent validates in and returns the new event and its records.
@@ -227,6 +377,9 @@ func (s *TenantState) CreateEvent(in EventInput, now time.Time) (ExternalEvent, 
 	}
 	e, err := NewEvent(NewID("evt"), in, starts, ends, false, now)
 	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	if err := s.resolveEventRefs(&e); err != nil {
 		return ExternalEvent{}, nil, err
 	}
 	stored := e
@@ -251,6 +404,11 @@ func (s *TenantState) UpdateEvent(id string, in EventInput, global EventLookup, 
 	e, err := cur.Update(in, starts, ends, now)
 	if err != nil {
 		return ExternalEvent{}, nil, err
+	}
+	if in.ProductMasterID != nil || in.LocationID != nil {
+		if err := s.resolveEventRefs(&e); err != nil {
+			return ExternalEvent{}, nil, err
+		}
 	}
 	stored := e
 	return s.expand(e), []Record{Put(KindEvent, e.ID, &stored)}, nil

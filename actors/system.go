@@ -19,6 +19,12 @@ type Config struct {
 	Logger  *slog.Logger
 	// SnapshotEvery takes a snapshot of a stream after this many journal entries (default 10000).
 	SnapshotEvery int
+	// Demand is the demand history store (embedded or ClickHouse).
+	Demand supplyplan.DemandStore
+	// Events receives domain events (import.completed, ...); nil drops them.
+	Events supplyplan.EventPublisher
+	// Imports configures bulk import jobs.
+	Imports ImportConfig
 }
 
 // System owns the hollywood engine, the platform actor and the tenant actors. It implements the
@@ -30,6 +36,7 @@ type System struct {
 
 	platformPID *actor.PID
 	index       atomic.Pointer[platformIndex]
+	imports     *importManager
 
 	mu      sync.Mutex
 	tenants sync.Map // orgID -> *actor.PID
@@ -50,6 +57,7 @@ func NewSystem(cfg Config) *System {
 	}
 	s := &System{cfg: cfg, log: cfg.Logger}
 	s.index.Store(buildIndex(supplyplan.NewPlatformState()))
+	s.imports = newImportManager(s, cfg.Imports)
 	return s
 }
 
@@ -73,10 +81,16 @@ func (s *System) Open(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("load platform state: %w", err)
 	}
+	var orgs []string
 	for id := range s.index.Load().orgs {
 		if _, err := s.tenant(id); err != nil {
 			return err
 		}
+		orgs = append(orgs, id)
+	}
+	// Jobs accepted before a restart continue (in the background: start-up does not wait for them).
+	if err := s.imports.resume(ctx, orgs); err != nil {
+		return err
 	}
 	return nil
 }
@@ -91,6 +105,9 @@ func (s *System) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	if err := s.imports.close(ctx); err != nil {
+		s.log.Warn("import jobs did not stop in time", "err", err)
+	}
 	var pids []*actor.PID
 	s.tenants.Range(func(_, v any) bool {
 		pids = append(pids, v.(*actor.PID))

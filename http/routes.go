@@ -37,6 +37,20 @@ func (s *Server) routes() {
 	rt.handle("GET", "/api/forecast/events/:id", s.tenant(read, f, s.getEvent))
 	rt.handle("PUT", "/api/forecast/events/:id", s.tenant(write, f, s.updateEvent))
 	rt.handle("DELETE", "/api/forecast/events/:id", s.tenant(write, f, s.deleteEvent))
+
+	// Bulk import (x-api-key with import scopes).
+	imw := s.importKey(supplyplan.ScopeImportWrite)
+	for _, k := range supplyplan.ImportKinds {
+		rt.handle("POST", "/api/import/"+string(k), imw(s.submitImport(k)))
+	}
+	rt.handle("GET", "/api/import/status/:jobId", s.importKey(supplyplan.ScopeImportRead, supplyplan.ScopeImportWrite)(s.importStatus))
+
+	// Read APIs of the data plane (forecast.read or transfers.read: every role has both).
+	rt.handle("GET", "/api/products", s.tenant(read, nil, s.listProducts))
+	rt.handle("GET", "/api/products/:id", s.tenant(read, nil, s.getProduct))
+	rt.handle("GET", "/api/locations", s.tenant(read, nil, s.listLocations))
+	rt.handle("GET", "/api/inventory/levels", s.tenant(read, nil, s.listInventory))
+	rt.handle("GET", "/api/demand/history", s.tenant(read, nil, s.demandHistory))
 }
 
 var healthBody = []byte(`{"status":"ok"}`)

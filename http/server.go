@@ -25,6 +25,9 @@ type Config struct {
 	MaxBodyBytes int
 	// BodyLimit caps the body of the forecasting, transfers, alerts and platform endpoints (1 MiB).
 	BodyLimit int
+	// ImportMaxBytes and ImportMaxRows limit one import request (413 beyond).
+	ImportMaxBytes int
+	ImportMaxRows  int
 	// RequestTimeout is each request's deadline.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
@@ -35,6 +38,9 @@ type Services struct {
 	Auth        supplyplan.Authenticator
 	Platform    supplyplan.PlatformService
 	Forecasting supplyplan.ForecastingService
+	Catalog     supplyplan.CatalogService
+	Imports     supplyplan.ImportService
+	Demand      supplyplan.DemandReader
 	// MCP, Gateway and Outbox back the platform endpoints of the MCP surfaces (optional).
 	MCP     supplyplan.MCPPlatformService
 	Gateway supplyplan.GatewayKeyStore
@@ -57,9 +63,14 @@ func NewServer(cfg Config, svc Services) *Server {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = 1 << 20
 	}
-	if cfg.MaxBodyBytes < cfg.BodyLimit {
-		cfg.MaxBodyBytes = cfg.BodyLimit
+	if cfg.ImportMaxBytes <= 0 {
+		cfg.ImportMaxBytes = 32 << 20
 	}
+	if cfg.ImportMaxRows <= 0 {
+		cfg.ImportMaxRows = 50000
+	}
+	// fasthttp reads bodies up to the largest limit; each endpoint then applies its own.
+	cfg.MaxBodyBytes = max(cfg.MaxBodyBytes, cfg.BodyLimit, cfg.ImportMaxBytes+1)
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}

@@ -1,0 +1,616 @@
+package analytics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/ext"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// ClickHouseConfig configures a ClickHouseStore.
+type ClickHouseConfig struct {
+	// Addr is host:port of the native protocol (ClickHouse's tcp_port, 9000 by default).
+	Addr string
+	// Database holds the tables; created if missing (default "supplyplan").
+	Database string
+	// Username and Password authenticate (default user "default", no password).
+	Username, Password string
+	// TablePrefix is prepended to the table names (tests use a unique one per test).
+	TablePrefix string
+	// DialTimeout bounds connecting (default 5 s); MaxOpenConns the pool (default 8).
+	DialTimeout  time.Duration
+	MaxOpenConns int
+	Logger       *slog.Logger
+}
+
+// ClickHouseStore is the supplyplan.DemandStore of the distributed mode. Imported weeks live in a
+// ReplacingMergeTree keyed by (org, sku, location, channel, week) with a version column, so a
+// re-import replaces; signals live in a ReplacingMergeTree keyed by (org, signal_id), so a signal
+// counts once. Queries read both with FINAL and never rely on background merges; aggregation runs
+// in ClickHouse. Written for ClickHouse 18.16 and later (see docs/clickhouse.md).
+type ClickHouseStore struct {
+	cfg  ClickHouseConfig
+	log  *slog.Logger
+	conn driver.Conn
+	open atomic.Bool
+
+	weeks, signals string // qualified table names
+
+	version atomic.Uint64 // last version handed out
+
+	orgMu    sync.Mutex
+	orgLocks map[string]*sync.Mutex // serializes AddSignals' read-then-write per organization
+}
+
+var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// insertChunk caps the rows of one INSERT block.
+const insertChunk = 100_000
+
+// NewClickHouseStore returns a store for cfg; Open connects and creates the schema.
+func NewClickHouseStore(cfg ClickHouseConfig) *ClickHouseStore {
+	if cfg.Database == "" {
+		cfg.Database = "supplyplan"
+	}
+	if cfg.Username == "" {
+		cfg.Username = "default"
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.MaxOpenConns <= 0 {
+		cfg.MaxOpenConns = 8
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &ClickHouseStore{cfg: cfg, log: cfg.Logger, orgLocks: map[string]*sync.Mutex{},
+		weeks:   cfg.Database + "." + cfg.TablePrefix + "demand_weeks",
+		signals: cfg.Database + "." + cfg.TablePrefix + "demand_signals"}
+}
+
+// Schema returns the statements Open runs (CREATE ... IF NOT EXISTS), for docs and operators.
+func (s *ClickHouseStore) Schema() []string {
+	return []string{
+		"CREATE DATABASE IF NOT EXISTS " + s.cfg.Database,
+		// version orders re-imports: the row with the highest version of a key wins (FINAL).
+		"CREATE TABLE IF NOT EXISTS " + s.weeks + ` (
+	org String, sku String, location String, channel String, week Date,
+	actual Float64, forecasted Float64, stockout UInt8, version UInt64
+) ENGINE = ReplacingMergeTree(version) ORDER BY (org, sku, location, channel, week)`,
+		"CREATE TABLE IF NOT EXISTS " + s.signals + ` (
+	org String, signal_id String, sku String, location String, channel String, week Date,
+	quantity Float64, occurred_at DateTime
+) ENGINE = ReplacingMergeTree ORDER BY (org, signal_id)`,
+	}
+}
+
+// Open connects, checks the server answers and creates the database and tables if needed.
+func (s *ClickHouseStore) Open() error {
+	if s.cfg.Addr == "" {
+		return errors.New("open clickhouse: no address configured")
+	}
+	if !identRe.MatchString(s.cfg.Database) || (s.cfg.TablePrefix != "" && !identRe.MatchString(s.cfg.TablePrefix)) {
+		return fmt.Errorf("open clickhouse: database %q and table prefix %q must be identifiers", s.cfg.Database, s.cfg.TablePrefix)
+	}
+	start := time.Now()
+	conn, err := clickhouse.Open(&clickhouse.Options{
+		Addr:        []string{s.cfg.Addr},
+		Auth:        clickhouse.Auth{Username: s.cfg.Username, Password: s.cfg.Password},
+		DialTimeout: s.cfg.DialTimeout,
+		// The server sends progress packets while it works, so a silence this long is a hang
+		// (clickhouse-go's default is 300 s).
+		ReadTimeout:  60 * time.Second,
+		MaxOpenConns: s.cfg.MaxOpenConns,
+		MaxIdleConns: s.cfg.MaxOpenConns,
+		Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
+		// Filters with long IN lists exceed the default 256 KiB query size.
+		Settings: clickhouse.Settings{"max_query_size": 64 << 20},
+	})
+	if err != nil {
+		return fmt.Errorf("open clickhouse: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DialTimeout+10*time.Second)
+	defer cancel()
+	if err := conn.Ping(ctx); err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("ping clickhouse %s: %w", s.cfg.Addr, err)
+	}
+	for _, q := range s.Schema() {
+		if err := conn.Exec(ctx, q); err != nil {
+			_ = conn.Close()
+			return fmt.Errorf("create clickhouse schema: %w", err)
+		}
+	}
+	s.conn = conn
+	s.open.Store(true)
+	if v, err := conn.ServerVersion(); err == nil {
+		s.log.Info("clickhouse demand store opened", "addr", s.cfg.Addr, "server", v.String(),
+			"weeks", s.weeks, "signals", s.signals, "took", time.Since(start))
+	}
+	return nil
+}
+
+// Close closes the connection pool. It is idempotent.
+func (s *ClickHouseStore) Close() error {
+	if !s.open.Swap(false) {
+		return nil
+	}
+	if err := s.conn.Close(); err != nil {
+		return fmt.Errorf("close clickhouse: %w", err)
+	}
+	return nil
+}
+
+func (s *ClickHouseStore) ready() error {
+	if !s.open.Load() {
+		return ErrStoreClosed
+	}
+	return nil
+}
+
+// versions reserves n increasing versions: wall-clock nanoseconds, never less than the last
+// handed out, so that a later import (also from a new process) wins over an earlier one.
+func (s *ClickHouseStore) versions(n int) uint64 {
+	for {
+		last := s.version.Load()
+		v := max(uint64(time.Now().UnixNano()), last+1)
+		if s.version.CompareAndSwap(last, v+uint64(n)-1) {
+			return v
+		}
+	}
+}
+
+// UpsertWeeks inserts the rows with new versions; the newest version of a week is the one read.
+func (s *ClickHouseStore) UpsertWeeks(ctx context.Context, orgID string, rows []supplyplan.DemandRow) error {
+	if err := validateRows(orgID, rows); err != nil {
+		return err
+	}
+	if err := s.ready(); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	version := s.versions(len(rows))
+	for len(rows) > 0 {
+		n := min(len(rows), insertChunk)
+		if err := s.insertWeeks(ctx, orgID, rows[:n], version); err != nil {
+			return err
+		}
+		rows, version = rows[n:], version+uint64(n)
+	}
+	return nil
+}
+
+func (s *ClickHouseStore) insertWeeks(ctx context.Context, orgID string, rows []supplyplan.DemandRow, version uint64) error {
+	n := len(rows)
+	org, sku, loc, ch := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	week := make([]time.Time, n)
+	actual, forecast := make([]float64, n), make([]float64, n)
+	stockout, ver := make([]uint8, n), make([]uint64, n)
+	for i := range rows {
+		r := &rows[i]
+		org[i], sku[i], loc[i], ch[i] = orgID, r.SKU, r.Location, normChannel(r.Channel)
+		week[i] = supplyplan.WeekStart(r.Week)
+		actual[i], forecast[i] = r.Actual, r.Forecasted
+		if r.Stockout {
+			stockout[i] = 1
+		}
+		ver[i] = version + uint64(i)
+	}
+	return s.insertColumns(ctx, "INSERT INTO "+s.weeks+
+		" (org, sku, location, channel, week, actual, forecasted, stockout, version)",
+		"insert demand weeks", org, sku, loc, ch, week, actual, forecast, stockout, ver)
+}
+
+// insertColumns sends one block, column by column (faster than row appends).
+func (s *ClickHouseStore) insertColumns(ctx context.Context, query, action string, columns ...any) error {
+	batch, err := s.conn.PrepareBatch(ctx, query)
+	if err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	// An unsent batch keeps its INSERT open on the server, which blocks DROP TABLE until
+	// receive_timeout: always abort (a no-op after Send).
+	defer func() { _ = batch.Abort() }()
+	for i, col := range columns {
+		if err := batch.Column(i).Append(col); err != nil {
+			return fmt.Errorf("%s: column %d: %w", action, i, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	return nil
+}
+
+func (s *ClickHouseStore) orgLock(orgID string) *sync.Mutex {
+	s.orgMu.Lock()
+	defer s.orgMu.Unlock()
+	m := s.orgLocks[orgID]
+	if m == nil {
+		m = new(sync.Mutex)
+		s.orgLocks[orgID] = m
+	}
+	return m
+}
+
+// AddSignals inserts the signals whose ids the organization has not seen. The service has one
+// writer per organization; within this process the check and the insert are serialized per
+// organization, and FINAL on (org, signal_id) keeps a signal from counting twice even if two
+// writers raced.
+func (s *ClickHouseStore) AddSignals(ctx context.Context, orgID string, signals []supplyplan.DemandSignal) ([]bool, error) {
+	if err := validateSignals(orgID, signals); err != nil {
+		return nil, err
+	}
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	fresh := make([]bool, len(signals))
+	if len(signals) == 0 {
+		return fresh, nil
+	}
+	mu := s.orgLock(orgID)
+	mu.Lock()
+	defer mu.Unlock()
+
+	ids, err := ext.NewTable("wanted_ids", ext.Column("id", "String"))
+	if err != nil {
+		return nil, fmt.Errorf("check signal ids: %w", err)
+	}
+	seen := make(map[string]bool, len(signals))
+	for i := range signals {
+		if _, ok := seen[signals[i].SignalID]; !ok {
+			seen[signals[i].SignalID] = false
+			if err := ids.Append(signals[i].SignalID); err != nil {
+				return nil, fmt.Errorf("check signal ids: %w", err)
+			}
+		}
+	}
+	rows, err := s.conn.Query(clickhouse.Context(ctx, clickhouse.WithExternalTable(ids)),
+		"SELECT signal_id FROM "+s.signals+" WHERE org = @org AND signal_id IN (SELECT id FROM wanted_ids)",
+		clickhouse.Named("org", orgID))
+	if err != nil {
+		return nil, fmt.Errorf("check signal ids: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("check signal ids: %w", err)
+		}
+		seen[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check signal ids: %w", err)
+	}
+
+	var org, id, sku, loc, ch []string
+	var week, at []time.Time
+	var qty []float64
+	for i := range signals {
+		sg := &signals[i]
+		if seen[sg.SignalID] {
+			continue // applied before, or earlier in this call
+		}
+		seen[sg.SignalID] = true
+		fresh[i] = true
+		org, id, sku, loc, ch = append(org, orgID), append(id, sg.SignalID), append(sku, sg.SKU), append(loc, sg.Location),
+			append(ch, normChannel(sg.Channel))
+		week = append(week, supplyplan.WeekStart(sg.OccurredAt))
+		at = append(at, sg.OccurredAt.UTC())
+		qty = append(qty, sg.Quantity)
+	}
+	if len(id) == 0 {
+		return fresh, nil
+	}
+	err = s.insertColumns(ctx, "INSERT INTO "+s.signals+
+		" (org, signal_id, sku, location, channel, week, quantity, occurred_at)",
+		"insert demand signals", org, id, sku, loc, ch, week, qty, at)
+	if err != nil {
+		return nil, err
+	}
+	return fresh, nil
+}
+
+// cellsSQL selects one row per stored import and per distinct signal of @org that match cond,
+// as (sku, location, channel, week, a, f, so). cond filters key columns only: FINAL and a filter
+// on a column that differs between versions would not mix on old servers (PREWHERE), and these
+// never do.
+func (s *ClickHouseStore) cellsSQL(cond string) string {
+	return "SELECT sku, location, channel, week, actual AS a, forecasted AS f, stockout AS so FROM " + s.weeks +
+		" FINAL WHERE org = @org" + cond +
+		" UNION ALL SELECT sku, location, channel, week, quantity AS a, toFloat64(0) AS f, toUInt8(0) AS so FROM " +
+		s.signals + " FINAL WHERE org = @org" + cond
+}
+
+// weekCond returns the condition and parameters of a [from, to] range; empty reports that no
+// stored week can match.
+func weekCond(from, to time.Time) (cond string, args []any, empty bool) {
+	lo, hi := dayRange(from, to)
+	if lo > hi || hi < minDay || lo > maxDay {
+		return "", nil, true
+	}
+	if lo > minDay {
+		cond += " AND week >= toDate(@from)"
+		args = append(args, clickhouse.Named("from", dayTime(lo).Format(time.DateOnly)))
+	}
+	if hi < maxDay {
+		cond += " AND week <= toDate(@to)"
+		args = append(args, clickhouse.Named("to", dayTime(hi).Format(time.DateOnly)))
+	}
+	return cond, args, false
+}
+
+// Series returns the weeks of one series in [from, to], oldest first.
+func (s *ClickHouseStore) Series(ctx context.Context, orgID string, key supplyplan.DemandKey, from, to time.Time) ([]supplyplan.WeekValue, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	key = normKey(key)
+	cond, args, empty := weekCond(from, to)
+	if empty {
+		return nil, nil
+	}
+	cond += " AND sku = @sku AND location = @location"
+	args = append(args, clickhouse.Named("org", orgID), clickhouse.Named("sku", key.SKU), clickhouse.Named("location", key.Location))
+	if key.Channel != supplyplan.ChannelAll {
+		cond += " AND channel = @channel"
+		args = append(args, clickhouse.Named("channel", key.Channel))
+	}
+	rows, err := s.conn.Query(ctx, "SELECT week, sum(a), sum(f), max(so) FROM ("+s.cellsSQL(cond)+
+		") GROUP BY week ORDER BY week", args...)
+	if err != nil {
+		return nil, fmt.Errorf("query demand series: %w", err)
+	}
+	defer rows.Close()
+	var out []supplyplan.WeekValue
+	for rows.Next() {
+		var v supplyplan.WeekValue
+		var so uint8
+		if err := rows.Scan(&v.Week, &v.Actual, &v.Forecasted, &so); err != nil {
+			return nil, fmt.Errorf("query demand series: %w", err)
+		}
+		v.Week, v.Stockout = v.Week.UTC(), so != 0
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query demand series: %w", err)
+	}
+	return out, nil
+}
+
+// SeriesBatch returns Series for every key that has data in [from, to]: one query for the keys of
+// a single channel and one for the ALL keys, the keys sent as external tables.
+func (s *ClickHouseStore) SeriesBatch(ctx context.Context, orgID string, keys []supplyplan.DemandKey, from, to time.Time) (map[supplyplan.DemandKey][]supplyplan.WeekValue, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	out := make(map[supplyplan.DemandKey][]supplyplan.WeekValue, len(keys))
+	cond, args, empty := weekCond(from, to)
+	if empty || len(keys) == 0 {
+		return out, nil
+	}
+	args = append(args, clickhouse.Named("org", orgID))
+	exact, err := ext.NewTable("wanted_keys", ext.Column("sku", "String"), ext.Column("location", "String"), ext.Column("channel", "String"))
+	if err != nil {
+		return nil, fmt.Errorf("query demand series: %w", err)
+	}
+	items, err := ext.NewTable("wanted_items", ext.Column("sku", "String"), ext.Column("location", "String"))
+	if err != nil {
+		return nil, fmt.Errorf("query demand series: %w", err)
+	}
+	byNorm := map[supplyplan.DemandKey][]supplyplan.DemandKey{} // stored form -> keys as asked
+	nExact, nItems := 0, 0
+	for _, k := range keys {
+		nk := normKey(k)
+		if _, dup := byNorm[nk]; !dup {
+			if nk.Channel == supplyplan.ChannelAll {
+				err, nItems = items.Append(nk.SKU, nk.Location), nItems+1
+			} else {
+				err, nExact = exact.Append(nk.SKU, nk.Location, nk.Channel), nExact+1
+			}
+			if err != nil {
+				return nil, fmt.Errorf("query demand series: %w", err)
+			}
+		}
+		if !contains(byNorm[nk], k) {
+			byNorm[nk] = append(byNorm[nk], k)
+		}
+	}
+	collect := func(table *ext.Table, query string, channel bool) error {
+		rows, err := s.conn.Query(clickhouse.Context(ctx, clickhouse.WithExternalTable(table)), query, args...)
+		if err != nil {
+			return fmt.Errorf("query demand series: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k supplyplan.DemandKey
+			var v supplyplan.WeekValue
+			var so uint8
+			dest := []any{&k.SKU, &k.Location}
+			if channel {
+				dest = append(dest, &k.Channel)
+			} else {
+				k.Channel = supplyplan.ChannelAll
+			}
+			if err := rows.Scan(append(dest, &v.Week, &v.Actual, &v.Forecasted, &so)...); err != nil {
+				return fmt.Errorf("query demand series: %w", err)
+			}
+			v.Week, v.Stockout = v.Week.UTC(), so != 0
+			for _, asked := range byNorm[k] {
+				out[asked] = append(out[asked], v)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("query demand series: %w", err)
+		}
+		return nil
+	}
+	if nExact > 0 {
+		q := "SELECT sku, location, channel, week, sum(a), sum(f), max(so) FROM (" +
+			s.cellsSQL(cond+" AND (sku, location, channel) IN (SELECT sku, location, channel FROM wanted_keys)") +
+			") GROUP BY sku, location, channel, week ORDER BY sku, location, channel, week"
+		if err := collect(exact, q, true); err != nil {
+			return nil, err
+		}
+	}
+	if nItems > 0 {
+		q := "SELECT sku, location, week, sum(a), sum(f), max(so) FROM (" +
+			s.cellsSQL(cond+" AND (sku, location) IN (SELECT sku, location FROM wanted_items)") +
+			") GROUP BY sku, location, week ORDER BY sku, location, week"
+		if err := collect(items, q, false); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func contains(keys []supplyplan.DemandKey, k supplyplan.DemandKey) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Keys lists the organization's series, sorted by sku, location, channel (byte order, as Go sorts).
+func (s *ClickHouseStore) Keys(ctx context.Context, orgID string) ([]supplyplan.DemandKey, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	rows, err := s.conn.Query(ctx, "SELECT sku, location, channel FROM ("+
+		"SELECT sku, location, channel FROM "+s.weeks+" WHERE org = @org GROUP BY sku, location, channel"+
+		" UNION ALL SELECT sku, location, channel FROM "+s.signals+" WHERE org = @org GROUP BY sku, location, channel"+
+		") GROUP BY sku, location, channel ORDER BY sku, location, channel", clickhouse.Named("org", orgID))
+	if err != nil {
+		return nil, fmt.Errorf("query demand keys: %w", err)
+	}
+	defer rows.Close()
+	var out []supplyplan.DemandKey
+	for rows.Next() {
+		var k supplyplan.DemandKey
+		if err := rows.Scan(&k.SKU, &k.Location, &k.Channel); err != nil {
+			return nil, fmt.Errorf("query demand keys: %w", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query demand keys: %w", err)
+	}
+	return out, nil
+}
+
+// Aggregate sums actual and forecasted demand in ClickHouse: first per (series, week) cell, so
+// that Weeks counts cells, then per group.
+func (s *ClickHouseStore) Aggregate(ctx context.Context, orgID string, q supplyplan.DemandQuery) ([]supplyplan.DemandAggregate, error) {
+	group, err := parseGroupBy(q.GroupBy)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	cond, args, empty := weekCond(q.From, q.To)
+	if empty {
+		if group == 0 {
+			return []supplyplan.DemandAggregate{{}}, nil
+		}
+		return []supplyplan.DemandAggregate{}, nil
+	}
+	args = append(args, clickhouse.Named("org", orgID))
+	filter := func(column string, values []string) {
+		if len(values) == 0 {
+			return
+		}
+		set := make([]any, len(values))
+		for i, v := range values {
+			set[i] = v
+		}
+		cond += " AND " + column + " IN @" + column + "s"
+		args = append(args, clickhouse.Named(column+"s", clickhouse.GroupSet{Value: set}))
+	}
+	filter("sku", q.SKUs)
+	filter("location", q.Locations)
+	filter("channel", channelFilter(q.Channels))
+
+	var cols []string
+	for _, g := range []struct {
+		bit    int
+		column string
+	}{{groupSKU, "sku"}, {groupLocation, "location"}, {groupChannel, "channel"}, {groupWeek, "week"}} {
+		if group&g.bit != 0 {
+			cols = append(cols, g.column)
+		}
+	}
+	sel, tail := "", ""
+	if len(cols) > 0 {
+		list := strings.Join(cols, ", ")
+		sel, tail = list+", ", " GROUP BY "+list+" ORDER BY "+list
+	}
+	query := "SELECT " + sel + "sum(ca), sum(cf), count() FROM (" +
+		"SELECT sku, location, channel, week, sum(a) AS ca, sum(f) AS cf FROM (" + s.cellsSQL(cond) +
+		") GROUP BY sku, location, channel, week)" + tail
+	rows, err := s.conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query demand aggregate: %w", err)
+	}
+	defer rows.Close()
+	out := []supplyplan.DemandAggregate{}
+	for rows.Next() {
+		var a supplyplan.DemandAggregate
+		var weeks uint64
+		dest := make([]any, 0, 7)
+		for _, c := range cols {
+			switch c {
+			case "sku":
+				dest = append(dest, &a.SKU)
+			case "location":
+				dest = append(dest, &a.Location)
+			case "channel":
+				dest = append(dest, &a.Channel)
+			case "week":
+				dest = append(dest, &a.Week)
+			}
+		}
+		if err := rows.Scan(append(dest, &a.Actual, &a.Forecasted, &weeks)...); err != nil {
+			return nil, fmt.Errorf("query demand aggregate: %w", err)
+		}
+		if !a.Week.IsZero() {
+			a.Week = a.Week.UTC()
+		}
+		a.Weeks = int(weeks)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query demand aggregate: %w", err)
+	}
+	return out, nil
+}
+
+var _ supplyplan.DemandStore = (*ClickHouseStore)(nil)

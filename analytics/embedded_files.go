@@ -1,0 +1,428 @@
+package analytics
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+func logName(gen uint64) string  { return fmt.Sprintf("log-%020d.wal", gen) }
+func snapName(gen uint64) string { return fmt.Sprintf("snapshot-%020d.snap", gen) }
+
+// parseGen returns the generation of a file named prefix<20 digits>suffix.
+func parseGen(name, prefix, suffix string) (uint64, bool) {
+	if !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, suffix) {
+		return 0, false
+	}
+	g, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, prefix), suffix), 10, 64)
+	return g, err == nil
+}
+
+type dirFiles struct {
+	logs, snaps []uint64 // sorted generations
+	tmps        []string
+}
+
+func listDir(dir string) (dirFiles, error) {
+	var df dirFiles
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return df, fmt.Errorf("list demand dir: %w", err)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if g, ok := parseGen(name, "log-", ".wal"); ok {
+			df.logs = append(df.logs, g)
+		} else if g, ok := parseGen(name, "snapshot-", ".snap"); ok {
+			df.snaps = append(df.snaps, g)
+		} else if strings.HasSuffix(name, ".tmp") {
+			df.tmps = append(df.tmps, name)
+		}
+	}
+	slices.Sort(df.logs)
+	slices.Sort(df.snaps)
+	return df, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	return nil
+}
+
+// recover loads the newest snapshot, replays the logs after it, cuts a torn tail of the newest log,
+// removes what a crash left behind and opens the newest log for appending.
+func (s *EmbeddedStore) recover() error {
+	dir := s.cfg.Dir
+	df, err := listDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range df.tmps {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("remove leftover %s: %w", name, err)
+		}
+	}
+	var snapGen uint64
+	if n := len(df.snaps); n > 0 {
+		snapGen = df.snaps[n-1]
+		size, err := s.loadSnapshot(filepath.Join(dir, snapName(snapGen)))
+		if err != nil {
+			return err
+		}
+		s.snapBytes.Store(size)
+	}
+	// Files that the newest snapshot covers are leftovers of a compaction cut short by a crash.
+	for _, g := range df.snaps[:max(len(df.snaps)-1, 0)] {
+		if err := os.Remove(filepath.Join(dir, snapName(g))); err != nil {
+			return fmt.Errorf("remove old snapshot: %w", err)
+		}
+	}
+	var live []uint64
+	for _, g := range df.logs {
+		if g < snapGen {
+			if err := os.Remove(filepath.Join(dir, logName(g))); err != nil {
+				return fmt.Errorf("remove old log: %w", err)
+			}
+			continue
+		}
+		live = append(live, g)
+	}
+	if snapGen > 0 && (len(live) == 0 || live[0] != snapGen) {
+		return fmt.Errorf("open demand store: %s has no %s", snapName(snapGen), logName(snapGen))
+	}
+	for i, g := range live {
+		newest := i == len(live)-1
+		size, err := s.replayLog(filepath.Join(dir, logName(g)), newest)
+		if err != nil {
+			return err
+		}
+		s.logBytes.Add(size)
+		if newest {
+			s.gen, s.size = g, size
+		}
+	}
+	if len(live) == 0 {
+		s.gen = max(snapGen, 1)
+		f, err := os.OpenFile(filepath.Join(dir, logName(s.gen)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("create demand log: %w", err)
+		}
+		s.f = f
+		return syncDir(dir)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, logName(s.gen)), os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("open demand log: %w", err)
+	}
+	s.f = f
+	return nil
+}
+
+// replayLog applies every record of a log and returns its good size. A torn tail is cut when the log
+// is the newest (a crash during a write) and is an error otherwise.
+func (s *EmbeddedStore) replayLog(path string, newest bool) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("open demand log: %w", err)
+	}
+	defer f.Close()
+	fr := newFrameReader(f)
+	records := 0
+	for {
+		p, err := fr.next()
+		if err == io.EOF {
+			return fr.off, nil
+		}
+		if errors.Is(err, errTorn) {
+			if !newest {
+				return 0, fmt.Errorf("open demand store: %s is damaged at offset %d (not the newest log)",
+					filepath.Base(path), fr.off)
+			}
+			st, serr := f.Stat()
+			if serr != nil {
+				return 0, fmt.Errorf("stat demand log: %w", serr)
+			}
+			s.log.Warn("demand store: cutting torn tail", "file", filepath.Base(path), "offset", fr.off,
+				"bytes", st.Size()-fr.off)
+			if err := os.Truncate(path, fr.off); err != nil {
+				return 0, fmt.Errorf("truncate torn tail: %w", err)
+			}
+			return fr.off, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if len(p) > 0 && (p[0] == recCells || p[0] == recSigIDs || p[0] == recEnd) {
+			return 0, fmt.Errorf("open demand store: %s holds a snapshot record at offset %d", filepath.Base(path), fr.off)
+		}
+		if err := s.apply(p, nil); err != nil {
+			return 0, fmt.Errorf("replay %s record %d: %w", filepath.Base(path), records, err)
+		}
+		records++
+	}
+}
+
+// loadSnapshot applies a snapshot file; it must end with its end record.
+func (s *EmbeddedStore) loadSnapshot(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("open demand snapshot: %w", err)
+	}
+	defer f.Close()
+	fr := newFrameReader(f)
+	for {
+		p, err := fr.next()
+		if err == io.EOF || errors.Is(err, errTorn) {
+			return 0, fmt.Errorf("open demand store: %s is incomplete or damaged at offset %d", filepath.Base(path), fr.off)
+		}
+		if err != nil {
+			return 0, err
+		}
+		if len(p) == 1 && p[0] == recEnd {
+			return fr.off, nil
+		}
+		if p[0] != recCells && p[0] != recSigIDs {
+			return 0, fmt.Errorf("open demand store: %s holds a log record", filepath.Base(path))
+		}
+		if err := s.apply(p, nil); err != nil {
+			return 0, fmt.Errorf("load %s: %w", filepath.Base(path), err)
+		}
+	}
+}
+
+// maybeCompact starts a compaction when the log has grown past the threshold. It runs on the
+// committer between batches: the rotation to a new log happens there, the snapshot is written by
+// another goroutine while writes go on.
+func (s *EmbeddedStore) maybeCompact() {
+	logBytes := s.logBytes.Load()
+	if s.failed != nil || s.compacting.Load() || logBytes < s.cfg.CompactBytes ||
+		logBytes < s.snapBytes.Load() || logBytes < s.compactAfter.Load() {
+		return
+	}
+	gen := s.gen + 1
+	f, err := os.OpenFile(filepath.Join(s.cfg.Dir, logName(gen)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		err = syncDir(s.cfg.Dir)
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(filepath.Join(s.cfg.Dir, logName(gen)))
+		}
+	}
+	if err != nil {
+		s.log.Error("demand store: cannot start a new log; compaction postponed", "err", err)
+		s.compactAfter.Store(logBytes + s.cfg.CompactBytes)
+		return
+	}
+	_ = s.f.Close() // synced by the last commit
+	s.f, s.gen, s.size = f, gen, 0
+	s.compacting.Store(true)
+	s.compactDone.Add(1)
+	go func() {
+		defer s.compactDone.Done()
+		defer s.compacting.Store(false)
+		if err := s.compact(gen); err != nil {
+			s.log.Error("demand store: compaction failed; will retry later", "err", err)
+			s.compactAfter.Store(s.logBytes.Load() + s.cfg.CompactBytes)
+		}
+	}()
+}
+
+var errCompactionStopped = errors.New("compaction stopped by Close")
+
+// compact writes snapshot-<gen> and deletes the files it replaces. The logs before gen are complete
+// and synced, and the index holds all of them; the snapshot copies each organization under its
+// lock, so it holds, per organization, everything before gen plus a prefix of that organization's
+// records in log-<gen>. Replaying log-<gen> in full on top of it is therefore still exact: an upsert
+// applied twice sets the same values, and a signal already in the snapshot has its id there too,
+// so its second application is a duplicate that changes nothing.
+func (s *EmbeddedStore) compact(gen uint64) error {
+	start := time.Now()
+	dir := s.cfg.Dir
+	tmp := filepath.Join(dir, snapName(gen)+".tmp")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create demand snapshot: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	s.mu.RLock()
+	orgs := make([]string, 0, len(s.tenants))
+	for org := range s.tenants {
+		orgs = append(orgs, org)
+	}
+	s.mu.RUnlock()
+	slices.Sort(orgs)
+	var buf []byte
+	for _, org := range orgs {
+		select {
+		case <-s.stopCompaction:
+			return errCompactionStopped
+		default:
+		}
+		if buf, err = s.writeTenant(w, buf, org, s.tenant(org)); err != nil {
+			return err
+		}
+	}
+	buf, start0 := beginFrame(buf[:0])
+	buf = append(buf, recEnd)
+	if _, err := w.Write(endFrame(buf, start0)); err != nil {
+		return fmt.Errorf("write demand snapshot: %w", err)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write demand snapshot: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync demand snapshot: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat demand snapshot: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close demand snapshot: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, snapName(gen))); err != nil {
+		return fmt.Errorf("install demand snapshot: %w", err)
+	}
+	ok = true
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	// The snapshot is in place: the files before it are no longer needed.
+	df, err := listDir(dir)
+	if err != nil {
+		return err
+	}
+	var freed int64
+	for _, g := range df.logs {
+		if g < gen {
+			p := filepath.Join(dir, logName(g))
+			if st, err := os.Stat(p); err == nil {
+				freed += st.Size()
+			}
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("remove compacted log: %w", err)
+			}
+		}
+	}
+	for _, g := range df.snaps {
+		if g < gen {
+			if err := os.Remove(filepath.Join(dir, snapName(g))); err != nil {
+				return fmt.Errorf("remove old snapshot: %w", err)
+			}
+		}
+	}
+	s.logBytes.Add(-freed)
+	s.snapBytes.Store(st.Size())
+	s.compactions.Add(1)
+	s.log.Info("demand store: compacted", "generation", gen, "snapshot_bytes", st.Size(),
+		"log_bytes_freed", freed, "took", time.Since(start))
+	return nil
+}
+
+// snapSeries is a copy of one series taken under its tenant's lock.
+type snapSeries struct {
+	key   supplyplan.DemandKey
+	cells []cell
+}
+
+// writeTenant copies one organization under its read lock and writes it as snapshot frames.
+func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tenant) ([]byte, error) {
+	t.mu.RLock()
+	all := make([]snapSeries, 0, len(t.series))
+	for k, sr := range t.series {
+		all = append(all, snapSeries{k, slices.Clone(sr.cells)})
+	}
+	ids := make([]string, 0, len(t.signals))
+	for id := range t.signals {
+		ids = append(ids, id)
+	}
+	t.mu.RUnlock()
+
+	const frameTarget = 1 << 20
+	write := func(b []byte) error {
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("write demand snapshot: %w", err)
+		}
+		return nil
+	}
+	for len(all) > 0 {
+		// One frame: as many series as fit in about frameTarget bytes (at least one).
+		n, bytes := 0, 0
+		for n < len(all) && (n == 0 || bytes < frameTarget) {
+			bytes += 64 + len(all[n].cells)*34
+			n++
+		}
+		var start int
+		buf, start = beginFrame(buf[:0])
+		buf = append(buf, recCells)
+		buf = putString(buf, org)
+		buf = binary.AppendUvarint(buf, uint64(n))
+		for _, sr := range all[:n] {
+			buf = putString(buf, sr.key.SKU)
+			buf = putString(buf, sr.key.Location)
+			buf = putString(buf, sr.key.Channel)
+			buf = binary.AppendUvarint(buf, uint64(len(sr.cells)))
+			for i := range sr.cells {
+				c := &sr.cells[i]
+				buf = append(buf, c.flags)
+				buf = binary.AppendVarint(buf, int64(c.day))
+				if c.flags&cellImported != 0 {
+					buf = putFloat(buf, c.actual)
+					buf = putFloat(buf, c.forecast)
+				}
+				if c.flags&cellSignals != 0 {
+					buf = putFloat(buf, c.signals)
+				}
+			}
+		}
+		if err := write(endFrame(buf, start)); err != nil {
+			return buf, err
+		}
+		clear(all[:n]) // let the copies go as they are written
+		all = all[n:]
+	}
+	for len(ids) > 0 {
+		n, bytes := 0, 0
+		for n < len(ids) && (n == 0 || bytes < frameTarget) {
+			bytes += len(ids[n]) + 2
+			n++
+		}
+		var start int
+		buf, start = beginFrame(buf[:0])
+		buf = append(buf, recSigIDs)
+		buf = putString(buf, org)
+		buf = binary.AppendUvarint(buf, uint64(n))
+		for _, id := range ids[:n] {
+			buf = putString(buf, id)
+		}
+		if err := write(endFrame(buf, start)); err != nil {
+			return buf, err
+		}
+		ids = ids[n:]
+	}
+	return buf, nil
+}

@@ -1,0 +1,132 @@
+package http
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// importKey authenticates the x-api-key header of the import endpoints and requires one of scopes.
+// Bearer keys are not accepted here (the spec's import authentication is x-api-key only).
+func (s *Server) importKey(scopes ...supplyplan.Scope) func(handlerFunc) handlerFunc {
+	return func(h handlerFunc) handlerFunc {
+		return func(r *Request) error {
+			key := string(bytes.TrimSpace(r.Ctx.Request.Header.Peek("x-api-key")))
+			if key == "" {
+				e := *errUnauthorized
+				e.Details = map[string][]string{"x-api-key": {"the import endpoints take an import key in the x-api-key header"}}
+				return &e
+			}
+			p, ok := s.svc.Auth.Authenticate(key)
+			if !ok {
+				return errUnauthorized
+			}
+			if p.Platform {
+				return &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
+			}
+			allowed := false
+			for _, sc := range scopes {
+				for _, have := range p.Scopes {
+					allowed = allowed || have == sc
+				}
+			}
+			if !allowed {
+				need := make([]string, len(scopes))
+				for i, sc := range scopes {
+					need[i] = string(sc)
+				}
+				return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
+					Details: map[string][]string{"x-api-key": {"requires scope " + joinOr(need)}}}
+			}
+			r.Principal = p
+			return h(r)
+		}
+	}
+}
+
+func joinOr(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	out := s[0]
+	for _, x := range s[1 : len(s)-1] {
+		out += ", " + x
+	}
+	return out + " or " + s[len(s)-1]
+}
+
+// jobView is an import job as the API shows it.
+type jobView struct {
+	JobID           string                `json:"jobId,omitempty"`
+	Type            supplyplan.ImportKind `json:"type"`
+	Status          string                `json:"status"`
+	DryRun          bool                  `json:"dryRun,omitempty"`
+	RowCount        int                   `json:"rowCount"`
+	ProcessedCount  int                   `json:"processedCount"`
+	FailedCount     int                   `json:"failedCount"`
+	AppliedCount    int                   `json:"appliedCount"`
+	Errors          []supplyplan.RowError `json:"errors"`
+	ErrorsTruncated bool                  `json:"errorsTruncated,omitempty"`
+	Message         string                `json:"message,omitempty"`
+	CreatedAt       time.Time             `json:"createdAt"`
+	StartedAt       *time.Time            `json:"startedAt,omitempty"`
+	CompletedAt     *time.Time            `json:"completedAt"`
+}
+
+func viewJob(j supplyplan.ImportJob) jobView {
+	errs := j.Errors
+	if errs == nil {
+		errs = []supplyplan.RowError{}
+	}
+	return jobView{JobID: j.JobID, Type: j.Kind, Status: j.Status, DryRun: j.DryRun, RowCount: j.RowCount,
+		ProcessedCount: j.ProcessedCount, FailedCount: j.FailedCount, AppliedCount: j.AppliedCount, Errors: errs,
+		ErrorsTruncated: j.ErrorsTruncated, Message: j.Message, CreatedAt: j.CreatedAt, StartedAt: j.StartedAt,
+		CompletedAt: j.CompletedAt}
+}
+
+func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
+	return func(r *Request) error {
+		q := r.Query()
+		dry := q.Bool("dryRun", false)
+		if err := q.Err(); err != nil {
+			return err
+		}
+		body := r.Ctx.PostBody()
+		if len(body) > s.cfg.ImportMaxBytes {
+			return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
+				Details: map[string][]string{"body": {"must be at most " + itoa(s.cfg.ImportMaxBytes) + " bytes"}}}
+		}
+		rows, err := supplyplan.SplitImportBody(kind, body, s.cfg.ImportMaxRows)
+		if err != nil {
+			return err
+		}
+		if dry {
+			j, err := s.svc.Imports.DryRunImport(r.Context, r.Principal, kind, rows)
+			if err != nil {
+				return err
+			}
+			return r.JSON(fasthttp.StatusOK, viewJob(j))
+		}
+		// The body is copied: fasthttp reuses its buffer after the handler returns.
+		j, err := s.svc.Imports.SubmitImport(r.Context, r.Principal, kind, bytes.Clone(body), len(rows))
+		if err != nil {
+			return err
+		}
+		return r.JSON(fasthttp.StatusAccepted, map[string]any{"jobId": j.JobID, "status": j.Status,
+			"rowCount": j.RowCount, "statusUrl": "/api/import/status/" + j.JobID})
+	}
+}
+
+func (s *Server) importStatus(r *Request) error {
+	j, err := s.svc.Imports.GetImportJob(r.Context, r.Principal, r.Param("jobId"))
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, viewJob(j))
+}

@@ -1,0 +1,315 @@
+package supplyplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// ImportKind is one of the six bulk imports.
+type ImportKind string
+
+// Import kinds, named after their endpoint.
+const (
+	ImportCatalog        ImportKind = "catalog"
+	ImportInventory      ImportKind = "inventory"
+	ImportSuppliers      ImportKind = "suppliers"
+	ImportPurchaseOrders ImportKind = "purchase-orders"
+	ImportOrders         ImportKind = "orders"
+	ImportDemandHistory  ImportKind = "demand-history"
+)
+
+// ImportKinds lists every import kind.
+var ImportKinds = []ImportKind{ImportCatalog, ImportInventory, ImportSuppliers, ImportPurchaseOrders, ImportOrders, ImportDemandHistory}
+
+// ArrayKey is the top-level array of the kind's request body.
+func (k ImportKind) ArrayKey() string {
+	switch k {
+	case ImportCatalog:
+		return "products"
+	case ImportInventory:
+		return "levels"
+	case ImportSuppliers:
+		return "suppliers"
+	case ImportPurchaseOrders:
+		return "purchaseOrders"
+	case ImportOrders:
+		return "orders"
+	case ImportDemandHistory:
+		return "records"
+	}
+	return ""
+}
+
+// Import job statuses.
+const (
+	JobPending    = "PENDING"
+	JobProcessing = "PROCESSING"
+	JobCompleted  = "COMPLETED"
+	JobFailed     = "FAILED"
+)
+
+// Row error codes.
+const (
+	RowRequired        = "REQUIRED"
+	RowInvalidType     = "INVALID_TYPE"
+	RowInvalidValue    = "INVALID_VALUE"
+	RowUnknownProduct  = "UNKNOWN_PRODUCT"
+	RowUnknownLocation = "UNKNOWN_LOCATION"
+	RowUnknownSupplier = "UNKNOWN_SUPPLIER"
+)
+
+// MaxStoredRowErrors caps the errors a job keeps; failedCount still counts every rejected row.
+const MaxStoredRowErrors = 1000
+
+// RowError is one rejected row of an import.
+type RowError struct {
+	Row     int    `json:"row"`
+	Field   string `json:"field"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ImportJob is an asynchronous bulk import.
+type ImportJob struct {
+	JobID          string     `json:"jobId"`
+	Kind           ImportKind `json:"type"`
+	Status         string     `json:"status"`
+	RowCount       int        `json:"rowCount"`
+	ProcessedCount int        `json:"processedCount"`
+	FailedCount    int        `json:"failedCount"`
+	AppliedCount   int        `json:"appliedCount"`
+	Errors         []RowError `json:"errors"`
+	// ErrorsTruncated is true when more rows failed than MaxStoredRowErrors kept.
+	ErrorsTruncated bool       `json:"errorsTruncated,omitempty"`
+	Message         string     `json:"message,omitempty"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	StartedAt       *time.Time `json:"startedAt,omitempty"`
+	CompletedAt     *time.Time `json:"completedAt"`
+	// NextRow is the first request row not yet processed: where a resumed job continues.
+	NextRow int `json:"nextRow"`
+	// KeyID is the key that submitted the job.
+	KeyID string `json:"keyId,omitempty"`
+	DryRun bool  `json:"dryRun,omitempty"`
+}
+
+// Done reports whether the job reached a final state.
+func (j *ImportJob) Done() bool { return j.Status == JobCompleted || j.Status == JobFailed }
+
+// AddErrors records rejected rows, keeping at most MaxStoredRowErrors of them.
+func (j *ImportJob) AddErrors(errs []RowError) {
+	for _, e := range errs {
+		if len(j.Errors) >= MaxStoredRowErrors {
+			j.ErrorsTruncated = true
+			return
+		}
+		j.Errors = append(j.Errors, e)
+	}
+}
+
+// Outcome is the event name of a finished job: import.completed, import.partial or import.failed.
+func (j *ImportJob) Outcome() string {
+	switch {
+	case j.Status == JobFailed:
+		return "import.failed"
+	case j.FailedCount > 0:
+		return "import.partial"
+	}
+	return "import.completed"
+}
+
+// SplitImportBody checks a whole request body: a JSON object holding the kind's array, at most
+// maxRows items. It returns the raw rows. Errors are VALIDATION_ERROR or PAYLOAD_TOO_LARGE.
+func SplitImportBody(kind ImportKind, body []byte, maxRows int) ([]json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, Invalid("body", "must be a JSON object with a %q array", kind.ArrayKey())
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &top); err != nil {
+		return nil, &Error{Code: EVALIDATION, Message: "Malformed JSON", Details: map[string][]string{"body": {jsonMessage(err)}}}
+	}
+	key := kind.ArrayKey()
+	raw, ok := top[key]
+	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil, Invalid(key, "is required: an array of rows")
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, Invalid(key, "must be an array")
+	}
+	var rows []json.RawMessage
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, Invalid(key, "must be an array: %s", jsonMessage(err))
+	}
+	if len(rows) == 0 {
+		return nil, Invalid(key, "must contain at least one row")
+	}
+	if maxRows > 0 && len(rows) > maxRows {
+		return nil, &Error{Code: ETOOLARGE, Message: "Payload too large",
+			Details: map[string][]string{key: {fmt.Sprintf("at most %d rows per request, got %d", maxRows, len(rows))}}}
+	}
+	return rows, nil
+}
+
+func jsonMessage(err error) string {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("invalid JSON at offset %d: %s", syn.Offset, syn.Error())
+	}
+	return err.Error()
+}
+
+// rowDecoder decodes one row, turning encoding/json errors into row errors.
+func decodeRow(i int, raw json.RawMessage, v any) *RowError {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' {
+		return &RowError{Row: i, Field: "", Code: RowInvalidType, Message: "row must be a JSON object"}
+	}
+	if err := json.Unmarshal(t, v); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return &RowError{Row: i, Field: typ.Field, Code: RowInvalidType, Message: fmt.Sprintf("%s has the wrong type (%s)", typ.Field, typ.Value)}
+		}
+		return &RowError{Row: i, Code: RowInvalidType, Message: jsonMessage(err)}
+	}
+	return nil
+}
+
+func required(i int, field string, v *string) *RowError {
+	if v == nil || strings.TrimSpace(*v) == "" {
+		return &RowError{Row: i, Field: field, Code: RowRequired, Message: field + " is required"}
+	}
+	if len(*v) > MaxNameLen {
+		return &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: fmt.Sprintf("%s must be at most %d characters", field, MaxNameLen)}
+	}
+	return nil
+}
+
+func nonNegative(i int, field string, v *float64) *RowError {
+	if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0) {
+		return &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " must be a number >= 0"}
+	}
+	return nil
+}
+
+func firstErr(errs ...*RowError) *RowError {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func val(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return strings.TrimSpace(*p)
+}
+
+func num(p *float64, def float64) float64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func parseRowTime(i int, field string, v *string) (*time.Time, *RowError) {
+	if v == nil || *v == "" {
+		return nil, nil
+	}
+	t, ok := ParseTime(*v)
+	if !ok {
+		return nil, &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " must be an ISO date or date-time"}
+	}
+	return &t, nil
+}
+
+// CatalogRow is one product of a catalog import.
+type CatalogRow struct {
+	ExternalID    *string  `json:"externalId"`
+	Name          *string  `json:"name"`
+	SKU           *string  `json:"sku"`
+	CategoryID    *string  `json:"categoryId"`
+	UnitCost      *float64 `json:"unitCost"`
+	UnitPrice     *float64 `json:"unitPrice"`
+	ShelfLifeDays *int     `json:"shelfLifeDays"`
+}
+
+// LotRow is one lot of an inventory row.
+type LotRow struct {
+	LotID     *string  `json:"lotId"`
+	Quantity  *float64 `json:"quantity"`
+	ExpiresAt *string  `json:"expiresAt"`
+}
+
+// InventoryRow is one level of an inventory import.
+type InventoryRow struct {
+	SKU              *string  `json:"skuId"`
+	LocationID       *string  `json:"locationId"`
+	LocationName     *string  `json:"locationName"`
+	QuantityOnHand   *float64 `json:"quantityOnHand"`
+	QuantityReserved *float64 `json:"quantityReserved"`
+	ReorderPoint     *float64 `json:"reorderPoint"`
+	BinID            *string  `json:"binId"`
+	Lots             []LotRow `json:"lots"`
+}
+
+// SupplierRow is one supplier of a suppliers import.
+type SupplierRow struct {
+	ExternalID   *string `json:"externalId"`
+	Name         *string `json:"name"`
+	LeadTimeDays *int    `json:"leadTimeDays"`
+	Email        *string `json:"email"`
+}
+
+// POLineRow is one line of a purchase-order row.
+type POLineRow struct {
+	SKU      *string  `json:"skuId"`
+	Quantity *float64 `json:"quantity"`
+	UnitCost *float64 `json:"unitCost"`
+}
+
+// PurchaseOrderRow is one order of a purchase-orders import.
+type PurchaseOrderRow struct {
+	ExternalPoNumber      *string     `json:"externalPoNumber"`
+	SupplierID            *string     `json:"supplierId"`
+	DestinationLocationID *string     `json:"destinationLocationId"`
+	Status                *string     `json:"status"`
+	ExpectedAt            *string     `json:"expectedAt"`
+	Lines                 []POLineRow `json:"lines"`
+}
+
+// OrderLineRow is one line of an order row.
+type OrderLineRow struct {
+	SKU        *string  `json:"skuId"`
+	Quantity   *float64 `json:"quantity"`
+	LocationID *string  `json:"locationId"`
+}
+
+// OrderRow is one order of an orders import.
+type OrderRow struct {
+	ExternalOrderID *string        `json:"externalOrderId"`
+	Status          *string        `json:"status"`
+	Channel         *string        `json:"channel"`
+	OrderedAt       *string        `json:"orderedAt"`
+	Lines           []OrderLineRow `json:"lines"`
+}
+
+// DemandHistoryRow is one week of a demand-history import.
+type DemandHistoryRow struct {
+	SKU              *string  `json:"skuId"`
+	LocationID       *string  `json:"locationId"`
+	WeekStarting     *string  `json:"weekStarting"`
+	Channel          *string  `json:"channel"`
+	ActualDemand     *float64 `json:"actualDemand"`
+	ForecastedDemand *float64 `json:"forecastedDemand"`
+	OnHand           *float64 `json:"onHand"`
+	Stockout         *bool    `json:"stockout"`
+}
