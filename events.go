@@ -29,4 +29,6 @@ type ImportService interface {
 	// DryRunImport validates rows against the tenant's data without writing anything.
 	DryRunImport(ctx context.Context, p Principal, kind ImportKind, rows []json.RawMessage) (ImportJob, error)
 	GetImportJob(ctx context.Context, p Principal, jobID string) (ImportJob, error)
+	// ListImportJobs lists the organization's jobs, newest first.
+	ListImportJobs(ctx context.Context, p Principal) ([]ImportJob, error)
 }

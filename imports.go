@@ -93,8 +93,8 @@ type ImportJob struct {
 	// NextRow is the first request row not yet processed: where a resumed job continues.
 	NextRow int `json:"nextRow"`
 	// KeyID is the key that submitted the job.
-	KeyID string `json:"keyId,omitempty"`
-	DryRun bool  `json:"dryRun,omitempty"`
+	KeyID  string `json:"keyId,omitempty"`
+	DryRun bool   `json:"dryRun,omitempty"`
 }
 
 // Done reports whether the job reached a final state.

@@ -476,3 +476,15 @@ func writeFileSync(path string, data []byte) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// ListImportJobs lists the organization's jobs, newest first.
+func (s *System) ListImportJobs(ctx context.Context, p supplyplan.Principal) ([]supplyplan.ImportJob, error) {
+	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ImportJob, []supplyplan.Record, error) {
+		out := make([]supplyplan.ImportJob, 0, len(st.ImportJobs))
+		for _, j := range st.ImportJobs {
+			out = append(out, *j)
+		}
+		slices.SortFunc(out, func(a, b supplyplan.ImportJob) int { return b.CreatedAt.Compare(a.CreatedAt) })
+		return out, nil, nil
+	})
+}

@@ -71,7 +71,7 @@ type jobView struct {
 	ProcessedCount  int                   `json:"processedCount"`
 	FailedCount     int                   `json:"failedCount"`
 	AppliedCount    int                   `json:"appliedCount"`
-	Errors          []supplyplan.RowError `json:"errors"`
+	Errors          []supplyplan.RowError `json:"errors,omitempty"`
 	ErrorsTruncated bool                  `json:"errorsTruncated,omitempty"`
 	Message         string                `json:"message,omitempty"`
 	CreatedAt       time.Time             `json:"createdAt"`
@@ -129,4 +129,23 @@ func (s *Server) importStatus(r *Request) error {
 		return err
 	}
 	return r.JSON(fasthttp.StatusOK, viewJob(j))
+}
+
+func (s *Server) listImportJobs(r *Request) error {
+	q := r.Query()
+	limit, offset := pageParams(q)
+	if err := q.Err(); err != nil {
+		return err
+	}
+	jobs, err := s.svc.Imports.ListImportJobs(r.Context, r.Principal)
+	if err != nil {
+		return err
+	}
+	out := make([]jobView, 0, limit)
+	for i := offset; i < len(jobs) && i < offset+limit; i++ {
+		v := viewJob(jobs[i])
+		v.Errors = nil // the list omits row errors; GET /api/import/status/[jobId] has them
+		out = append(out, v)
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"jobs": out, "total": len(jobs), "limit": limit, "offset": offset})
 }

@@ -43,7 +43,9 @@ func (s *Server) routes() {
 	for _, k := range supplyplan.ImportKinds {
 		rt.handle("POST", "/api/import/"+string(k), imw(s.submitImport(k)))
 	}
-	rt.handle("GET", "/api/import/status/:jobId", s.importKey(supplyplan.ScopeImportRead, supplyplan.ScopeImportWrite)(s.importStatus))
+	imr := s.importKey(supplyplan.ScopeImportRead, supplyplan.ScopeImportWrite)
+	rt.handle("GET", "/api/import/status/:jobId", imr(s.importStatus))
+	rt.handle("GET", "/api/import/jobs", imr(s.listImportJobs))
 
 	// Read APIs of the data plane (forecast.read or transfers.read: every role has both).
 	rt.handle("GET", "/api/products", s.tenant(read, nil, s.listProducts))

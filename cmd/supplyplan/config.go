@@ -18,6 +18,16 @@ type Config struct {
 	SnapshotEvery   int
 	DebugAddr       string
 
+	ClickHouseAddr     string
+	ClickHouseDatabase string
+	ClickHouseUser     string
+	ClickHousePassword string
+
+	ImportMaxRows  int
+	ImportMaxBytes int
+	ImportChunk    int
+	ImportWorkers  int
+
 	// MCP surfaces.
 	RegistryAddr      string
 	ToolsAddr         string
@@ -53,6 +63,17 @@ func DefaultConfig() Config {
 		ShutdownTimeout: envDuration("SUPPLYPLAN_SHUTDOWN_TIMEOUT", 30*time.Second),
 		BodyLimit:       envInt("SUPPLYPLAN_BODY_LIMIT", 1<<20),
 		SnapshotEvery:   envInt("SUPPLYPLAN_SNAPSHOT_EVERY", 10000),
+		DebugAddr:       envString("SUPPLYPLAN_DEBUG_ADDR", ""),
+
+		ClickHouseAddr:     envString("SUPPLYPLAN_CLICKHOUSE_ADDR", ""),
+		ClickHouseDatabase: envString("SUPPLYPLAN_CLICKHOUSE_DATABASE", "supplyplan"),
+		ClickHouseUser:     envString("SUPPLYPLAN_CLICKHOUSE_USER", "default"),
+		ClickHousePassword: envString("SUPPLYPLAN_CLICKHOUSE_PASSWORD", ""),
+
+		ImportMaxRows:  envInt("SUPPLYPLAN_IMPORT_MAX_ROWS", 50000),
+		ImportMaxBytes: envInt("SUPPLYPLAN_IMPORT_MAX_BYTES", 32<<20),
+		ImportChunk:    envInt("SUPPLYPLAN_IMPORT_CHUNK", 5000),
+		ImportWorkers:  envInt("SUPPLYPLAN_IMPORT_WORKERS", 2),
 
 		RegistryAddr:      envString("SUPPLYPLAN_REGISTRY_ADDR", "127.0.0.1:3015"),
 		ToolsAddr:         envString("SUPPLYPLAN_TOOLS_ADDR", "127.0.0.1:8081"),
@@ -63,7 +84,6 @@ func DefaultConfig() Config {
 		RedisAddr:         envString("SUPPLYPLAN_REDIS_ADDR", ""),
 		RedisPassword:     envString("SUPPLYPLAN_REDIS_PASSWORD", ""),
 		RedisPrefix:       envString("SUPPLYPLAN_REDIS_PREFIX", "supplyplan:"),
-		DebugAddr:         envString("SUPPLYPLAN_DEBUG_ADDR", ""),
 	}
 }
 
@@ -76,6 +96,14 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long SIGTERM waits for in-flight work (SUPPLYPLAN_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&c.BodyLimit, "body-limit", c.BodyLimit, "largest JSON body of the forecasting, transfers, alerts and platform endpoints, bytes (SUPPLYPLAN_BODY_LIMIT)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "serve Go pprof at http://<addr>/debug/pprof/ (off when empty) (SUPPLYPLAN_DEBUG_ADDR)")
+	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native-protocol host:port for demand history; empty = embedded store in the data dir (SUPPLYPLAN_CLICKHOUSE_ADDR)")
+	fs.StringVar(&c.ClickHouseDatabase, "clickhouse-database", c.ClickHouseDatabase, "ClickHouse database, created if missing (SUPPLYPLAN_CLICKHOUSE_DATABASE)")
+	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", c.ClickHouseUser, "ClickHouse user (SUPPLYPLAN_CLICKHOUSE_USER)")
+	fs.StringVar(&c.ClickHousePassword, "clickhouse-password", c.ClickHousePassword, "ClickHouse password (SUPPLYPLAN_CLICKHOUSE_PASSWORD)")
+	fs.IntVar(&c.ImportMaxRows, "import-max-rows", c.ImportMaxRows, "most rows in one import request; more is 413 (SUPPLYPLAN_IMPORT_MAX_ROWS)")
+	fs.IntVar(&c.ImportMaxBytes, "import-max-bytes", c.ImportMaxBytes, "largest import request body in bytes; more is 413 (SUPPLYPLAN_IMPORT_MAX_BYTES)")
+	fs.IntVar(&c.ImportChunk, "import-chunk", c.ImportChunk, "rows applied per tenant transaction by an import job (SUPPLYPLAN_IMPORT_CHUNK)")
+	fs.IntVar(&c.ImportWorkers, "import-workers", c.ImportWorkers, "import jobs running at once across tenants (SUPPLYPLAN_IMPORT_WORKERS)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
 	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
 	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")

@@ -204,6 +204,7 @@ func TestScenarioIncludedEventsMustExist(t *testing.T) {
 
 func TestEventLifecycle(t *testing.T) {
 	s := MustStart(t, "")
+	s.SeedCatalog([]string{"sku-1"}, nil)
 	k := s.Key("MANAGER")
 	start := time.Now().UTC().AddDate(0, 0, 10).Format("2006-01-02")
 	end := time.Now().UTC().AddDate(0, 0, 17).Format("2006-01-02")
@@ -213,7 +214,7 @@ func TestEventLifecycle(t *testing.T) {
 		"productMasterId": "sku-1",
 	}).Must(t, 201)
 	id := ev["id"].(string)
-	if ev["isGlobal"] != false || ev["isOrgWide"] != false || str(ev, "productMaster", "id") != "sku-1" {
+	if ev["isGlobal"] != false || ev["isOrgWide"] != false || str(ev, "productMaster", "id") != "sku-1" || str(ev, "productMaster", "name") != "Product sku-1" {
 		t.Fatalf("event = %v", ev)
 	}
 	if _, wrapped := ev["event"]; wrapped {
@@ -247,6 +248,7 @@ func TestEventLifecycle(t *testing.T) {
 
 func TestEventListing(t *testing.T) {
 	s := MustStart(t, "")
+	s.SeedCatalog([]string{"p1", "p2"}, []string{"l1", "l2"})
 	k := s.Key("ADMIN")
 	day := func(d int) string { return time.Now().UTC().AddDate(0, 0, d).Format("2006-01-02") }
 	mk := func(name, typ string, from, to int, extra map[string]any) {

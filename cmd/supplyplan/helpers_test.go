@@ -255,3 +255,58 @@ func tryRequest(base, method, path string, headers map[string]string, body any) 
 	}
 	return resp{Status: res.StatusCode, Body: b, Header: res.Header}, nil
 }
+
+// Import posts an import with the demo import key, waits for its job to finish and returns the
+// final job status body.
+func (s *testServer) Import(kind string, body any) map[string]any {
+	s.t.Helper()
+	return s.ImportWith(s.Key("import"), kind, body)
+}
+
+// ImportWith is Import with a given import key.
+func (s *testServer) ImportWith(key, kind string, body any) map[string]any {
+	s.t.Helper()
+	r := doRequest(s.t, s.URL, "POST", "/api/import/"+kind, map[string]string{"x-api-key": key}, body)
+	acc := r.Must(s.t, 202)
+	return s.WaitJob(key, str(acc, "jobId"))
+}
+
+// WaitJob polls a job until it is COMPLETED or FAILED.
+func (s *testServer) WaitJob(key, jobID string) map[string]any {
+	s.t.Helper()
+	var job map[string]any
+	eventually(s.t, 60*time.Second, func() error {
+		job = doRequest(s.t, s.URL, "GET", "/api/import/status/"+jobID, map[string]string{"x-api-key": key}, nil).Must(s.t, 200)
+		if st := str(job, "status"); st != "COMPLETED" && st != "FAILED" {
+			return fmt.Errorf("job %s is %s", jobID, st)
+		}
+		return nil
+	})
+	return job
+}
+
+// SeedCatalog imports the products and creates the locations (through inventory rows of the first
+// product with zero stock).
+func (s *testServer) SeedCatalog(products, locations []string) {
+	s.t.Helper()
+	var ps, ls []map[string]any
+	for _, p := range products {
+		ps = append(ps, map[string]any{"externalId": p, "name": "Product " + p})
+	}
+	if job := s.Import("catalog", map[string]any{"products": ps}); str(job, "status") != "COMPLETED" || str(job, "failedCount") != "0" {
+		s.t.Fatalf("seed catalog: %v", job)
+	}
+	for _, l := range locations {
+		ls = append(ls, map[string]any{"skuId": products[0], "locationId": l, "locationName": "Location " + l})
+	}
+	if len(ls) > 0 {
+		if job := s.Import("inventory", map[string]any{"levels": ls}); str(job, "failedCount") != "0" {
+			s.t.Fatalf("seed locations: %v", job)
+		}
+	}
+}
+
+// principalOf is an ADMIN principal of the demo organization, for calling services directly.
+func principalOf(s *testServer) supplyplan.Principal {
+	return supplyplan.Principal{KeyID: "test", OrgID: s.Creds.Organization.ID, Role: supplyplan.RoleAdmin}
+}

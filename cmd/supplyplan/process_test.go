@@ -209,3 +209,77 @@ func TestSIGTERMShutsDownCleanly(t *testing.T) {
 		t.Fatalf("after restart: %v", got)
 	}
 }
+
+func TestKill9DuringLargeImport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the binary")
+	}
+	data := t.TempDir()
+	p := startProc(t, data, "--import-chunk", "2000")
+	imp := map[string]string{"x-api-key": p.Creds.Keys["import"]}
+	const products, locations, requests, perRequest = 100, 10, 4, 50000
+	var prods []any
+	for i := 0; i < products; i++ {
+		prods = append(prods, map[string]any{"externalId": fmt.Sprintf("P%03d", i)})
+	}
+	acc := doRequest(t, p.URL, "POST", "/api/import/catalog", imp, map[string]any{"products": prods}).Must(t, 202)
+	var levels []any
+	for l := 0; l < locations; l++ {
+		levels = append(levels, map[string]any{"skuId": "P000", "locationId": fmt.Sprintf("L%d", l)})
+	}
+	doRequest(t, p.URL, "POST", "/api/import/inventory", imp, map[string]any{"levels": levels}).Must(t, 202)
+	// Jobs of one tenant run in submission order, so the demand rows see the catalog.
+	type want struct{ applied, failed int }
+	wants := map[string]want{}
+	expected := map[string]float64{} // sku|loc -> total demand
+	for r := 0; r < requests; r++ {
+		var recs []any
+		bad := 0
+		for i := 0; i < perRequest; i++ {
+			n := r*perRequest + i
+			sku := fmt.Sprintf("P%03d", n%products)
+			loc := fmt.Sprintf("L%d", (n/products)%locations)
+			week := time.Date(2022, 1, 3, 0, 0, 0, 0, time.UTC).AddDate(0, 0, 7*(n/(products*locations)))
+			qty := float64(n%17 + 1)
+			if i%1000 == 999 {
+				sku, bad = "UNKNOWN", bad+1
+			} else {
+				expected[sku+"|"+loc] += qty
+			}
+			recs = append(recs, map[string]any{"skuId": sku, "locationId": loc, "weekStarting": week.Format("2006-01-02"), "actualDemand": qty})
+		}
+		job := doRequest(t, p.URL, "POST", "/api/import/demand-history", imp, map[string]any{"records": recs}).Must(t, 202)
+		wants[str(job, "jobId")] = want{perRequest - bad, bad}
+	}
+	_ = acc
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exit
+
+	p2 := startProc(t, data)
+	s := &testServer{t: t, URL: p2.URL, Creds: p2.Creds}
+	unfinished := 0
+	for id := range wants {
+		j := doRequest(t, p2.URL, "GET", "/api/import/status/"+id, imp, nil).Must(t, 200)
+		if st := str(j, "status"); st != "COMPLETED" {
+			unfinished++
+		}
+	}
+	t.Logf("%d of %d demand jobs were unfinished when the process was killed", unfinished, len(wants))
+	for id, w := range wants {
+		job := s.WaitJob(p2.Creds.Keys["import"], id)
+		if str(job, "status") != "COMPLETED" || int(num(job, "appliedCount")) != w.applied || int(num(job, "failedCount")) != w.failed ||
+			int(num(job, "processedCount")) != perRequest {
+			t.Fatalf("job %s after restart: %v, want applied %d failed %d", id, job, w.applied, w.failed)
+		}
+	}
+	auth := map[string]string{"Authorization": "Bearer " + p2.Creds.Keys["VIEWER"]}
+	for key, total := range expected {
+		sku, loc, _ := strings.Cut(key, "|")
+		h := doRequest(t, p2.URL, "GET", "/api/demand/history?skuId="+sku+"&locationId="+loc, auth, nil).Must(t, 200)
+		if got := num(h, "totalActualDemand"); got != total {
+			t.Fatalf("%s at %s: total %v, want %v", sku, loc, got, total)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/actors"
+	"github.com/supplyplan/supplyplan/analytics"
 	sphttp "github.com/supplyplan/supplyplan/http"
 	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/rpc"
@@ -29,6 +30,8 @@ type Main struct {
 	lock     *os.File
 	debug    io.Closer
 	Journal  *streams.Journal
+	Demand   demandStore
+	Bus      *streams.Bus
 	System   *actors.System
 	API      *sphttp.Server
 	Redis    *redisstore.Store
@@ -39,6 +42,8 @@ type Main struct {
 	// implements supplyplan.CatalogService; tests may set either before Open.
 	Catalog  supplyplan.CatalogService
 	Planning supplyplan.PlanningToolService
+
+	mcp mcpParts // gateway key store, tool deps and health checks of the MCP surfaces
 }
 
 // NewMain returns an unopened Main; ready lines ("listening api http://...") go to out.
@@ -69,7 +74,20 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.Journal = j
 
-	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery})
+	if cfg.ClickHouseAddr != "" {
+		m.Demand = analytics.NewClickHouseStore(analytics.ClickHouseConfig{Addr: cfg.ClickHouseAddr,
+			Database: cfg.ClickHouseDatabase, Username: cfg.ClickHouseUser, Password: cfg.ClickHousePassword, Logger: m.Log})
+	} else {
+		m.Demand = analytics.NewEmbeddedStore(analytics.EmbeddedConfig{Dir: filepath.Join(cfg.DataDir, "demand"), Logger: m.Log})
+	}
+	if err := m.Demand.Open(); err != nil {
+		return fmt.Errorf("open demand store: %w", err)
+	}
+	m.Bus = streams.NewBus()
+
+	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery,
+		Demand: m.Demand, Events: m.Bus,
+		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk, Workers: cfg.ImportWorkers}})
 	if err := m.System.Open(ctx); err != nil {
 		return err
 	}
@@ -85,7 +103,22 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("ensure demo merchant: %w", err)
 	}
 	m.Log.Info("state loaded", "took", time.Since(start))
-	if err := m.openSurfaces(ctx, credsPath); err != nil {
+	if err := m.openMCPStores(ctx, credsPath); err != nil {
+		return err
+	}
+
+	if cfg.Surfaces.all().API {
+		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
+			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
+			RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
+			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
+				Imports: m.System, Demand: m.System, MCP: m.System, Gateway: m.mcp.gateway, Outbox: m.System})
+		if err := m.API.Open(); err != nil {
+			return err
+		}
+		fmt.Fprintf(m.out, "listening api http://%s\n", m.API.Addr())
+	}
+	if err := m.openSurfaces(); err != nil {
 		return err
 	}
 	if cfg.DebugAddr != "" {
@@ -129,6 +162,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.Journal != nil {
 		step("journal", m.Journal.Close)
+	}
+	if m.Demand != nil {
+		step("demand store", m.Demand.Close)
 	}
 	if m.lock != nil {
 		_ = m.lock.Close() // releases the flock
@@ -174,4 +210,10 @@ func lockDataDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("data dir %s is in use by another supplyplan process: %w", dir, err)
 	}
 	return f, nil
+}
+
+// demandStore is a DemandStore with a lifecycle (both implementations).
+type demandStore interface {
+	supplyplan.DemandStore
+	Open() error
 }

@@ -18,13 +18,19 @@ import (
 	"github.com/supplyplan/supplyplan/rpc"
 )
 
-// openSurfaces opens Redis (distributed mode), the REST API, the tool service and the registry.
-func (m *Main) openSurfaces(ctx context.Context, credsPath string) error {
-	cfg := m.Config
-	run := cfg.Surfaces.all()
+// mcpParts are what the MCP surfaces share, prepared before the servers start.
+type mcpParts struct {
+	gateway supplyplan.GatewayKeyStore
+	health  map[string]func(context.Context) error
+	deps    *supplyplan.ToolDeps
+	origins []string
+}
 
-	var gateway supplyplan.GatewayKeyStore = m.System
-	health := map[string]func(context.Context) error{}
+// openMCPStores opens Redis (distributed mode), picks the gateway key store, ensures the demo
+// gateway key and prepares the tool backends.
+func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
+	cfg := m.Config
+	m.mcp = mcpParts{gateway: m.System, health: map[string]func(context.Context) error{}}
 	if cfg.RedisAddr != "" {
 		m.Redis = redisstore.New(redisstore.Config{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix})
 		if err := m.Redis.Open(ctx); err != nil {
@@ -33,13 +39,12 @@ func (m *Main) openSurfaces(ctx context.Context, credsPath string) error {
 		if err := m.Redis.Ping(ctx); err != nil {
 			m.Log.Warn("redis is unreachable; gateway keys answer 503 until it is back", "addr", cfg.RedisAddr, "err", err)
 		}
-		gateway = m.Redis
-		health["redis"] = m.Redis.Ping
+		m.mcp.gateway = m.Redis
+		m.mcp.health["redis"] = m.Redis.Ping
 	}
-	if err := ensureDemoGatewayKey(ctx, gateway, credsPath); err != nil {
+	if err := ensureDemoGatewayKey(ctx, m.mcp.gateway, credsPath); err != nil {
 		m.Log.Warn("cannot create the demo gateway key", "err", err)
 	}
-
 	if m.Catalog == nil {
 		if c, ok := any(m.System).(supplyplan.CatalogService); ok {
 			m.Catalog = c
@@ -49,33 +54,28 @@ func (m *Main) openSurfaces(ctx context.Context, credsPath string) error {
 	if err != nil {
 		return err
 	}
-	deps := &supplyplan.ToolDeps{Catalog: m.Catalog, Planning: m.Planning, Audit: m.System,
+	m.mcp.deps = &supplyplan.ToolDeps{Catalog: m.Catalog, Planning: m.Planning, Audit: m.System,
 		Confirm: &supplyplan.Confirmer{Secret: secret}}
-	var origins []string
 	for _, o := range strings.Split(cfg.MCPAllowedOrigins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
-			origins = append(origins, o)
+			m.mcp.origins = append(m.mcp.origins, o)
 		}
 	}
+	return nil
+}
 
-	if run.API {
-		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
-			RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
-			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System,
-				MCP: m.System, Gateway: gateway, Outbox: m.System})
-		if err := m.API.Open(); err != nil {
-			return err
-		}
-		fmt.Fprintf(m.out, "listening api http://%s\n", m.API.Addr())
-	}
+// openSurfaces starts the tool service and the registry (those the configuration selects).
+func (m *Main) openSurfaces() error {
+	cfg := m.Config
+	run := cfg.Surfaces.all()
 	if run.Tools {
 		mcp := rpc.NewHandler(rpc.Config{Name: "supplyplan-tools", Title: "Supplyplan merchant tools", Version: Version,
 			Instructions: "Commerce and planning tools of one merchant (the org query parameter). " +
 				"State-changing tools answer with a confirmation token first; call again with it to act.",
-			AllowedOrigins: origins, PageSize: cfg.MCPPageSize, MaxBody: cfg.BodyLimit, Logger: m.Log})
+			AllowedOrigins: m.mcp.origins, PageSize: cfg.MCPPageSize, MaxBody: cfg.BodyLimit, Logger: m.Log})
 		m.Tools = sphttp.NewToolServer(sphttp.ToolsConfig{Addr: cfg.ToolsAddr, BodyLimit: cfg.BodyLimit,
 			RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
-			sphttp.ToolsServices{Keys: m.System, Merchants: m.System, Deps: deps, MCP: mcp, Health: health})
+			sphttp.ToolsServices{Keys: m.System, Merchants: m.System, Deps: m.mcp.deps, MCP: mcp, Health: m.mcp.health})
 		if err := m.Tools.Open(); err != nil {
 			return err
 		}
@@ -86,8 +86,8 @@ func (m *Main) openSurfaces(ctx context.Context, credsPath string) error {
 			MCP: rpc.Config{Name: "supplyplan-registry", Title: "Supplyplan merchant registry", Version: Version,
 				Instructions: "Find merchants with search_merchants, inspect one with get_merchant, list its tools with " +
 					"list_merchant_tools, then connect to its mcpUrl on the tool service.",
-				AllowedOrigins: origins, PageSize: cfg.MCPPageSize, MaxBody: cfg.BodyLimit}},
-			gateway, rpc.Directory{Merchants: m.System, ToolDeps: deps, ToolsURL: m.toolsURL}, health)
+				AllowedOrigins: m.mcp.origins, PageSize: cfg.MCPPageSize, MaxBody: cfg.BodyLimit}},
+			m.mcp.gateway, rpc.Directory{Merchants: m.System, ToolDeps: m.mcp.deps, ToolsURL: m.toolsURL}, m.mcp.health)
 		if err := m.Registry.Open(); err != nil {
 			return err
 		}
