@@ -637,3 +637,55 @@ func TestSingleSurfaces(t *testing.T) {
 		t.Fatalf("registry --help: %v %s", err, stderr.String())
 	}
 }
+
+// TestToolsOnRealTenantData imports a catalog, stock with reservations and an order through the
+// import API, then reads them back through the tool service (no fakes): the issue's "real stock
+// numbers".
+func TestToolsOnRealTenantData(t *testing.T) {
+	s := MustStart(t, "")
+	if s.Main.Catalog == nil {
+		t.Fatal("the actor system does not implement supplyplan.CatalogService")
+	}
+	price := 249.0
+	if job := s.Import("catalog", map[string]any{"products": []map[string]any{
+		{"externalId": "TENT-2P", "name": "Trail tent, 2 person", "sku": "T2P", "categoryId": "camping", "unitPrice": price},
+		{"externalId": "BOOT-42", "name": "Hiking boot, size 42", "categoryId": "footwear"},
+	}}); str(job, "status") != "COMPLETED" || str(job, "failedCount") != "0" {
+		t.Fatalf("catalog import: %v", job)
+	}
+	if job := s.Import("inventory", map[string]any{"levels": []map[string]any{
+		{"skuId": "TENT-2P", "locationId": "STORE-BERLIN", "locationName": "Berlin store", "quantityOnHand": 12, "quantityReserved": 3},
+		{"skuId": "TENT-2P", "locationId": "WH-EAST", "locationName": "East warehouse", "quantityOnHand": 40},
+	}}); str(job, "status") != "COMPLETED" || str(job, "failedCount") != "0" {
+		t.Fatalf("inventory import: %v", job)
+	}
+	if job := s.Import("orders", map[string]any{"orders": []map[string]any{
+		{"externalOrderId": "SO-1", "status": "SHIPPED", "lines": []map[string]any{{"skuId": "TENT-2P", "quantity": 1, "locationId": "WH-EAST"}}},
+	}}); str(job, "status") != "COMPLETED" || str(job, "failedCount") != "0" {
+		t.Fatalf("orders import: %v", job)
+	}
+
+	tools := sdkSession(t, "http://"+s.Main.Tools.Addr()+"/mcp?org=demo", s.Key(supplyplan.CredDemoTool), "")
+	av := sdkCall(t, tools, "check_availability", map[string]any{"productId": "T2P"}) // by SKU
+	locs := av["locations"].([]any)
+	berlin := locs[0].(map[string]any)
+	if av["totalAvailable"] != 49.0 || len(locs) != 2 || berlin["locationId"] != "STORE-BERLIN" ||
+		berlin["quantityOnHand"] != 12.0 || berlin["quantityReserved"] != 3.0 || berlin["available"] != 9.0 {
+		t.Fatalf("availability = %v", av)
+	}
+	found := sdkCall(t, tools, "search_products", map[string]any{"query": "tent"})
+	if found["total"] != 1.0 || found["products"].([]any)[0].(map[string]any)["unitPrice"] != price {
+		t.Fatalf("search = %v", found)
+	}
+	if got := sdkCall(t, tools, "list_locations", nil); got["total"] != 2.0 {
+		t.Fatalf("locations = %v", got)
+	}
+	if got := sdkCall(t, tools, "get_order_status", map[string]any{"orderId": "SO-1"}); got["status"] != "SHIPPED" {
+		t.Fatalf("order = %v", got)
+	}
+	// Planning tools are not listed: nothing implements supplyplan.PlanningToolService yet.
+	r := call(t, "GET", "http://"+s.Main.Tools.Addr()+"/tools/list?org=demo", bearerH(s.Key(supplyplan.CredDemoTool)), nil)
+	if strings.Contains(string(r.body), "get_demand_forecast") || !strings.Contains(string(r.body), "get_order_status") {
+		t.Fatalf("tools = %s", r.body)
+	}
+}
