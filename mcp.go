@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 )
 
 // ToolDef is a tool definition in the MCP shape (tools/list), also served by GET /tools/list.
@@ -96,35 +97,45 @@ type MCPHandler interface {
 // clients of revisions without structuredContent (2025-03-26). Error results carry only the text
 // (clients validate the structured content of successes only).
 func (r ToolResult) CallResultJSON(withJSONText bool) ([]byte, error) {
+	return r.AppendCallResult(nil, withJSONText)
+}
+
+// AppendCallResult is CallResultJSON appending to dst.
+func (r ToolResult) AppendCallResult(dst []byte, withJSONText bool) ([]byte, error) {
 	text, err := json.Marshal(r.Text)
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"content":[{"type":"text","text":`)
-	b.Write(text)
-	b.WriteString(`}]`)
-	if r.IsError {
-		b.WriteString(`,"isError":true}`)
-		return b.Bytes(), nil
-	}
-	if r.Structured != nil {
-		sc, ok := r.Structured.(json.RawMessage) // already encoded by the tool
-		if !ok {
+	var sc []byte
+	if !r.IsError && r.Structured != nil {
+		var ok bool
+		if sc, ok = r.Structured.(json.RawMessage); !ok { // else already encoded by the tool
 			if sc, err = json.Marshal(r.Structured); err != nil {
 				return nil, err
 			}
 		}
-		if withJSONText {
-			st, _ := json.Marshal(string(sc))
-			b.Truncate(b.Len() - 1) // reopen the content array
-			b.WriteString(`,{"type":"text","text":`)
-			b.Write(st)
-			b.WriteString(`}]`)
-		}
-		b.WriteString(`,"structuredContent":`)
-		b.Write(sc)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	need := len(text) + len(sc) + 96
+	if withJSONText {
+		need += len(sc) + len(sc)/8 + 32
+	}
+	dst = slices.Grow(dst, need)
+	dst = append(dst, `{"content":[{"type":"text","text":`...)
+	dst = append(dst, text...)
+	dst = append(dst, '}')
+	if r.IsError {
+		return append(dst, `],"isError":true}`...), nil
+	}
+	if sc != nil && withJSONText {
+		st, _ := json.Marshal(string(sc))
+		dst = append(dst, `,{"type":"text","text":`...)
+		dst = append(dst, st...)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	if sc != nil {
+		dst = append(dst, `,"structuredContent":`...)
+		dst = append(dst, sc...)
+	}
+	return append(dst, '}'), nil
 }

@@ -296,6 +296,19 @@ const (
 // slug order with the cursor of the next page ("" on the last page). The cursor is the base64 of
 // the last slug returned, so pages stay stable when merchants are added or removed.
 func SearchMerchants(all []Merchant, q MerchantQuery) ([]Merchant, string, error) {
+	idx, next, err := SearchMerchantIndexes(all, q)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]Merchant, len(idx))
+	for i, j := range idx {
+		out[i] = all[j]
+	}
+	return out, next, nil
+}
+
+// SearchMerchantIndexes is SearchMerchants returning positions in all (no copies).
+func SearchMerchantIndexes(all []Merchant, q MerchantQuery) ([]int, string, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultMerchantPage
@@ -314,9 +327,10 @@ func SearchMerchants(all []Merchant, q MerchantQuery) ([]Merchant, string, error
 	words := strings.Fields(strings.ToLower(q.Query))
 	category := strings.ToLower(strings.TrimSpace(q.Category))
 	region := strings.ToLower(strings.TrimSpace(q.Region))
-	out := []Merchant{}
+	out := make([]int, 0, min(limit, len(all)))
 	next := ""
-	for _, m := range all {
+	for i := range all {
+		m := &all[i]
 		if after != "" && m.Org.Slug <= after {
 			continue
 		}
@@ -332,17 +346,17 @@ func SearchMerchants(all []Merchant, q MerchantQuery) ([]Merchant, string, error
 		if len(words) > 0 {
 			text := m.SearchText
 			if text == "" {
-				text = merchantSearchText(m)
+				text = merchantSearchText(*m)
 			}
 			if !allWords(text, words) {
 				continue
 			}
 		}
 		if len(out) == limit {
-			next = base64.RawURLEncoding.EncodeToString([]byte("m1:" + out[len(out)-1].Org.Slug))
+			next = base64.RawURLEncoding.EncodeToString([]byte("m1:" + all[out[len(out)-1]].Org.Slug))
 			break
 		}
-		out = append(out, m)
+		out = append(out, i)
 	}
 	return out, next, nil
 }

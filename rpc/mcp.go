@@ -370,6 +370,7 @@ func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools 
 			return outcome{0, errorBody(id, jsonrpc2.CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch", nil)}
 		}
 	}
+	call.rawID = id
 	body, err := h.dispatchOne(ctx, call, raw, id)
 	if err != nil {
 		h.log.Error("mcp dispatch failed", "method", method, "err", err)
@@ -508,8 +509,21 @@ type callInfo struct {
 	version string
 	modern  bool
 
+	rawID []byte // the client's id, echoed byte for byte
+
 	mu     sync.Mutex
-	result []byte // set when the handler succeeded
+	result []byte // the framed response without its closing brace, set when the handler succeeded
+}
+
+// framed is a result already written after frame()'s prefix.
+type framed []byte
+
+// frame starts a success response: {"jsonrpc":"2.0","id":<raw id>,"result": with room for n bytes.
+func (c *callInfo) frame(n int) []byte {
+	b := make([]byte, 0, n+len(c.rawID)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, c.rawID...)
+	return append(b, `,"result":`...)
 }
 
 // oneShotStream feeds one message to a jsonrpc2.Conn and captures what it writes. The second read
@@ -562,13 +576,8 @@ func (h *Handler) dispatchOne(ctx context.Context, call *callInfo, raw, rawID []
 	result := call.result
 	call.mu.Unlock()
 	if result != nil && out != nil {
-		// jsonrpc2 framed the placeholder result; the real one was encoded once by the handler.
-		b := make([]byte, 0, len(result)+len(rawID)+40)
-		b = append(b, `{"jsonrpc":"2.0","id":`...)
-		b = append(b, rawID...)
-		b = append(b, `,"result":`...)
-		b = append(b, result...)
-		return append(b, '}'), nil
+		// jsonrpc2 framed the placeholder result; the real one was encoded once, in place, by the handler.
+		return append(result, '}'), nil
 	}
 	if out == nil {
 		if err := ctx.Err(); err != nil {
@@ -628,15 +637,15 @@ func (h *Handler) dispatch(ctx context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Re
 	}
 	var b []byte
 	switch v := res.(type) {
-	case []byte:
-		b = v
-	case json.RawMessage:
+	case framed:
 		b = v
 	default:
-		if b, err = json.Marshal(v); err != nil {
+		enc, err := json.Marshal(v)
+		if err != nil {
 			h.log.Error("encode mcp result", "method", r.Method, "err", err)
 			return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
 		}
+		b = append(call.frame(len(enc)+1), enc...)
 	}
 	call.mu.Lock()
 	call.result = b
@@ -729,11 +738,15 @@ func (h *Handler) listTools(call *callInfo, params json.RawMessage) (any, error)
 		offset = n
 	}
 	end := min(offset+h.cfg.PageSize, len(all))
-	var b bytes.Buffer
-	b.WriteString(`{"tools":[`)
+	size := 256
+	for _, d := range all[offset:end] {
+		size += len(d.Raw) + 1
+	}
+	b := call.frame(size)
+	b = append(b, `{"tools":[`...)
 	for i, d := range all[offset:end] {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
 		raw := d.Raw
 		if len(raw) == 0 {
@@ -742,19 +755,18 @@ func (h *Handler) listTools(call *callInfo, params json.RawMessage) (any, error)
 				return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
 			}
 		}
-		b.Write(raw)
+		b = append(b, raw...)
 	}
-	b.WriteByte(']')
+	b = append(b, ']')
 	if end < len(all) {
-		b.WriteString(`,"nextCursor":"` + makeCursor(end) + `"`)
+		b = append(b, `,"nextCursor":"`+makeCursor(end)+`"`...)
 	}
 	if call.modern {
 		extra, _ := json.Marshal(h.modernResult(call, map[string]any{}, true))
-		b.WriteByte(',')
-		b.Write(extra[1 : len(extra)-1])
+		b = append(b, ',')
+		b = append(b, extra[1:len(extra)-1]...)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return framed(append(b, '}')), nil
 }
 
 func makeCursor(offset int) string {
@@ -796,7 +808,7 @@ func (h *Handler) callTool(ctx context.Context, call *callInfo, params json.RawM
 		h.log.Error("tool call failed", "tool", *p.Name, "err", err)
 		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
 	}
-	b, err := res.CallResultJSON(call.version == V20250326)
+	b, err := res.AppendCallResult(call.frame(len(res.Text)+256), call.version == V20250326)
 	if err != nil {
 		h.log.Error("encode tool result", "tool", *p.Name, "err", err)
 		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
@@ -806,5 +818,5 @@ func (h *Handler) callTool(ctx context.Context, call *callInfo, params json.RawM
 		b = append(b[:len(b)-1], ',')
 		b = append(b, extra[1:]...)
 	}
-	return b, nil
+	return framed(b), nil
 }

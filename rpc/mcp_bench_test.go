@@ -16,7 +16,7 @@ func benchDirectory(n int) directory {
 		d = append(d, supplyplan.Merchant{Org: supplyplan.Organization{ID: fmt.Sprintf("org_%03d", i), Slug: fmt.Sprintf("m%03d", i),
 			Capabilities: []string{supplyplan.CapCatalog, supplyplan.CapInventory}},
 			Profile: supplyplan.MerchantProfile{Listed: true, DisplayName: fmt.Sprintf("Merchant %03d", i),
-				Description: "Outdoor and bike gear", Categories: []string{"outdoor", "bikes"}}})
+				Description: "Outdoor and bike gear", Categories: []string{"outdoor", "bikes"}}, SearchText: fmt.Sprintf("m%03d merchant %03d outdoor and bike gear outdoor bikes", i, i)})
 	}
 	return d
 }

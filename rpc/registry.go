@@ -212,16 +212,24 @@ func (t *registryTools) search(args json.RawMessage) (any, string, error) {
 		return nil, "", supplyplan.Invalid("query", "must be at most 200 characters")
 	}
 	all := t.d.Merchants.ListedMerchants()
-	page, next, err := supplyplan.SearchMerchants(all, q)
+	page, next, err := supplyplan.SearchMerchantIndexes(all, q)
 	if err != nil {
 		return nil, "", err
 	}
 	cache := t.views(all)
-	out := make([]byte, 0, 512*len(page)+64)
+	size, lines := 64, 64
+	for _, j := range page {
+		cv := cache.views[all[j].Org.Slug]
+		size += len(cv.json) + 1
+		lines += len(cv.line)
+	}
+	out := make([]byte, 0, size)
 	out = append(out, `{"merchants":[`...)
 	var b strings.Builder
+	b.Grow(lines)
 	fmt.Fprintf(&b, "%d merchant(s)", len(page))
-	for i, m := range page {
+	for i, j := range page {
+		m := all[j]
 		cv, ok := cache.views[m.Org.Slug]
 		if !ok { // not in this snapshot (cannot happen with one ListedMerchants call)
 			v := t.view(m)
