@@ -31,6 +31,7 @@ test-unit:
 fuzz:
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeScenario -fuzztime 30s
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 30s
+	$(GO) test ./rpc -run '^$$' -fuzz FuzzHandleMCP -fuzztime 30s
 
 bench: build
 	$(GO) run ./bench/cmd/benchrun -out bench/RESULTS.md
