@@ -286,7 +286,9 @@ func (s *ToolServer) mcp(rctx context.Context, ctx *fasthttp.RequestCtx) {
 	req := supplyplan.MCPRequest{
 		Method: string(ctx.Method()),
 		Header: func(name string) string { return string(ctx.Request.Header.Peek(name)) },
-		Body:   ctx.PostBody(),
+		// A copy: after a timeout the jsonrpc2 reader may still run when this handler has returned
+		// and fasthttp reuses its buffers.
+		Body: bytes.Clone(ctx.PostBody()),
 		Resolve: func(context.Context) (supplyplan.ToolSet, error) {
 			org, acc, err := s.access(ctx, ref)
 			if err != nil {
