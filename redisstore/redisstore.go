@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +28,15 @@ type Config struct {
 	Prefix   string // default "supplyplan:"
 	// Timeout bounds dial, read and write (default 2 s).
 	Timeout time.Duration
+	// Logger receives go-redis's own messages (pool dial failures...) at debug level.
+	Logger *slog.Logger
+}
+
+// slogLogger adapts slog to go-redis's process-wide logger.
+type slogLogger struct{ l *slog.Logger }
+
+func (s slogLogger) Printf(ctx context.Context, format string, v ...any) {
+	s.l.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
 
 // Store is a Redis connection pool with the gateway key store on top.
@@ -49,6 +59,9 @@ func New(cfg Config) *Store {
 // Open creates the client. It does not fail when Redis is down: requests then answer 503 and
 // /health names redis, until Redis is back.
 func (s *Store) Open(ctx context.Context) error {
+	if s.cfg.Logger != nil {
+		redis.SetLogger(slogLogger{s.cfg.Logger}) // go-redis logs through one global; otherwise stderr
+	}
 	s.rdb = redis.NewClient(&redis.Options{Addr: s.cfg.Addr, Password: s.cfg.Password, DB: s.cfg.DB,
 		DialTimeout: s.cfg.Timeout, ReadTimeout: s.cfg.Timeout, WriteTimeout: s.cfg.Timeout,
 		MaxRetries: 1, DisableIdentity: true})

@@ -32,7 +32,7 @@ func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 	cfg := m.Config
 	m.mcp = mcpParts{gateway: m.System, health: map[string]func(context.Context) error{}}
 	if cfg.RedisAddr != "" {
-		m.Redis = redisstore.New(redisstore.Config{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix})
+		m.Redis = redisstore.New(redisstore.Config{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix, Logger: m.Log})
 		if err := m.Redis.Open(ctx); err != nil {
 			return err
 		}
