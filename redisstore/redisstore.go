@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,8 @@ type Config struct {
 	// Logger receives go-redis's own messages (pool dial failures...) at debug level.
 	Logger *slog.Logger
 }
+
+var setLogger sync.Once
 
 // slogLogger adapts slog to go-redis's process-wide logger.
 type slogLogger struct{ l *slog.Logger }
@@ -60,7 +63,8 @@ func New(cfg Config) *Store {
 // /health names redis, until Redis is back.
 func (s *Store) Open(ctx context.Context) error {
 	if s.cfg.Logger != nil {
-		redis.SetLogger(slogLogger{s.cfg.Logger}) // go-redis logs through one global; otherwise stderr
+		// go-redis logs through one unsynchronized global (stderr by default): set it once.
+		setLogger.Do(func() { redis.SetLogger(slogLogger{s.cfg.Logger}) })
 	}
 	s.rdb = redis.NewClient(&redis.Options{Addr: s.cfg.Addr, Password: s.cfg.Password, DB: s.cfg.DB,
 		DialTimeout: s.cfg.Timeout, ReadTimeout: s.cfg.Timeout, WriteTimeout: s.cfg.Timeout,
