@@ -63,7 +63,7 @@ func New(cfg Config) *Store {
 // /health names redis, until Redis is back.
 func (s *Store) Open(ctx context.Context) error {
 	if s.cfg.Logger != nil {
-		// go-redis logs through one unsynchronized global (stderr by default): set it once.
+		// go-redis logs through one process-wide logger (stderr by default): the first Store sets it.
 		setLogger.Do(func() { redis.SetLogger(slogLogger{s.cfg.Logger}) })
 	}
 	s.rdb = redis.NewClient(&redis.Options{Addr: s.cfg.Addr, Password: s.cfg.Password, DB: s.cfg.DB,
