@@ -44,6 +44,28 @@ type EventValue struct {
 	Description  string       `json:"description,omitempty"`
 	// PriceChangePct is an extension for PRICE_CHANGE events: the relative price change (-0.1 = 10% cheaper).
 	PriceChangePct *float64 `json:"priceChangePct,omitempty"`
+	// Mechanic is an extension: a code refining the type (a promotion's DEAL, FEATURE, DISPLAY; a
+	// holiday's name). Events of the same type and mechanic share one learned lift.
+	Mechanic string `json:"mechanic,omitempty"`
+	// Intensity is an extension in [0, 1] that scales the lift like day proration does (a feature
+	// ad in half of the circulars: 0.5). Absent means 1.
+	Intensity *float64 `json:"intensity,omitempty"`
+}
+
+// MaxMechanicLen bounds EventValue.Mechanic.
+const MaxMechanicLen = 40
+
+// validMechanic reports whether s is 1 to MaxMechanicLen of A-Z, 0-9 and _.
+func validMechanic(s string) bool {
+	if s == "" || len(s) > MaxMechanicLen {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // ProductRef is the expanded product of an event.
@@ -84,6 +106,8 @@ type EventValueInput struct {
 	StackingMode   *string  `json:"stackingMode"`
 	Description    *string  `json:"description"`
 	PriceChangePct *float64 `json:"priceChangePct"`
+	Mechanic       *string  `json:"mechanic"`
+	Intensity      *float64 `json:"intensity"`
 }
 
 // EventInput is the body of event create and update; nil fields are absent.
@@ -128,6 +152,12 @@ func (in EventInput) Validate(create, platform bool) (starts, ends time.Time, er
 		}
 		if v.PriceChangePct != nil {
 			checkRange(fe, "value.priceChangePct", *v.PriceChangePct, -0.99, 10)
+		}
+		if v.Mechanic != nil && !validMechanic(*v.Mechanic) {
+			fe.Add("value.mechanic", "must be 1 to %d characters of A-Z, 0-9 and _", MaxMechanicLen)
+		}
+		if v.Intensity != nil {
+			checkRange(fe, "value.intensity", *v.Intensity, 0, 1)
 		}
 	}
 	for _, f := range []struct {
@@ -201,6 +231,13 @@ func (e ExternalEvent) Update(in EventInput, starts, ends time.Time, now time.Ti
 		if v.PriceChangePct != nil {
 			x := *v.PriceChangePct
 			nv.PriceChangePct = &x
+		}
+		if v.Mechanic != nil {
+			nv.Mechanic = *v.Mechanic
+		}
+		if v.Intensity != nil {
+			x := *v.Intensity
+			nv.Intensity = &x
 		}
 		e.Value = &nv
 	}

@@ -32,3 +32,29 @@ type Forecaster interface {
 	// (zero asOf: now); the first forecast week is the week of asOf.
 	ForecastSeries(ctx context.Context, orgID string, key DemandKey, horizon int, asOf time.Time) (SeriesForecast, error)
 }
+
+// BatchForecaster forecasts many series at once (the engine implements it to use every core and
+// its cache).
+type BatchForecaster interface {
+	ForecastBatch(ctx context.Context, orgID string, keys []DemandKey, horizon int, asOf time.Time) (map[DemandKey]SeriesForecast, error)
+}
+
+// ForecastMany forecasts keys with f's batch method when it has one, one by one otherwise. Series
+// that cannot be forecast (no history) are absent from the result.
+func ForecastMany(ctx context.Context, f Forecaster, orgID string, keys []DemandKey, horizon int, asOf time.Time) (map[DemandKey]SeriesForecast, error) {
+	if b, ok := f.(BatchForecaster); ok {
+		return b.ForecastBatch(ctx, orgID, keys, horizon, asOf)
+	}
+	out := make(map[DemandKey]SeriesForecast, len(keys))
+	for _, k := range keys {
+		sf, err := f.ForecastSeries(ctx, orgID, k, horizon, asOf)
+		if err != nil {
+			if ErrorCode(err) == ENOTFOUND {
+				continue
+			}
+			return nil, err
+		}
+		out[k] = sf
+	}
+	return out, nil
+}

@@ -10,15 +10,17 @@ import (
 
 // Record kinds of tenant state.
 const (
-	KindScenario      = "scenario"
-	KindEvent         = "event"
-	KindProduct       = "product"
-	KindLocation      = "location"
-	KindInventory     = "inventory"
-	KindSupplier      = "supplier"
-	KindPurchaseOrder = "po"
-	KindOrder         = "order"
-	KindImportJob     = "importjob"
+	KindScenario       = "scenario"
+	KindEvent          = "event"
+	KindProduct        = "product"
+	KindLocation       = "location"
+	KindInventory      = "inventory"
+	KindSupplier       = "supplier"
+	KindPurchaseOrder  = "po"
+	KindOrder          = "order"
+	KindImportJob      = "importjob"
+	KindTransfer       = "transfer"
+	KindRecommendation = "recommendation"
 )
 
 func init() {
@@ -31,6 +33,8 @@ func init() {
 	RegisterKind(KindPurchaseOrder, func() any { return new(PurchaseOrder) })
 	RegisterKind(KindOrder, func() any { return new(Order) })
 	RegisterKind(KindImportJob, func() any { return new(ImportJob) })
+	RegisterKind(KindTransfer, func() any { return new(Transfer) })
+	RegisterKind(KindRecommendation, func() any { return new(Recommendation) })
 }
 
 // InventoryKey is the key of a product's level at a location.
@@ -40,16 +44,18 @@ func InventoryKey(productID, locationID string) string { return productID + "\x0
 // tenant's actor: only that actor reads or changes it. Values stored in its maps are never mutated
 // in place (a change stores a new value), so a copy handed out stays valid.
 type TenantState struct {
-	OrgID          string                     `json:"orgId"`
-	Scenarios      map[string]*Scenario       `json:"scenarios"`
-	Events         map[string]*ExternalEvent  `json:"events"`
-	Products       map[string]*Product        `json:"products"`
-	Locations      map[string]*Location       `json:"locations"`
-	Inventory      map[string]*InventoryLevel `json:"inventory"`
-	Suppliers      map[string]*Supplier       `json:"suppliers"`
-	PurchaseOrders map[string]*PurchaseOrder  `json:"purchaseOrders"`
-	Orders         map[string]*Order          `json:"orders"`
-	ImportJobs     map[string]*ImportJob      `json:"importJobs"`
+	OrgID           string                     `json:"orgId"`
+	Scenarios       map[string]*Scenario       `json:"scenarios"`
+	Events          map[string]*ExternalEvent  `json:"events"`
+	Products        map[string]*Product        `json:"products"`
+	Locations       map[string]*Location       `json:"locations"`
+	Inventory       map[string]*InventoryLevel `json:"inventory"`
+	Suppliers       map[string]*Supplier       `json:"suppliers"`
+	PurchaseOrders  map[string]*PurchaseOrder  `json:"purchaseOrders"`
+	Orders          map[string]*Order          `json:"orders"`
+	ImportJobs      map[string]*ImportJob      `json:"importJobs"`
+	Transfers       map[string]*Transfer       `json:"transfers"`
+	Recommendations map[string]*Recommendation `json:"recommendations"`
 	// ToolAudits are the audits of confirmed state-changing tool calls (tool service).
 	ToolAudits map[string]*ToolAudit `json:"toolAudits,omitempty"`
 
@@ -91,6 +97,12 @@ func (s *TenantState) init() {
 	}
 	if s.ImportJobs == nil {
 		s.ImportJobs = map[string]*ImportJob{}
+	}
+	if s.Transfers == nil {
+		s.Transfers = map[string]*Transfer{}
+	}
+	if s.Recommendations == nil {
+		s.Recommendations = map[string]*Recommendation{}
 	}
 	s.skuIndex = make(map[string]string, len(s.Products))
 	for id, p := range s.Products {
@@ -161,6 +173,10 @@ func (s *TenantState) Apply(r Record) error {
 		return putValue(s.Orders, r)
 	case KindImportJob:
 		return putValue(s.ImportJobs, r)
+	case KindTransfer:
+		return putValue(s.Transfers, r)
+	case KindRecommendation:
+		return putValue(s.Recommendations, r)
 	case KindScenario:
 		if r.Del {
 			delete(s.Scenarios, r.ID)

@@ -14,9 +14,6 @@ const recommendationSchema = `{"type":"object","properties":{
   "expiresAt":{"type":"string","format":"date-time"}},
   "required":["id","skuId","fromLocationId","toLocationId","quantity","status"]}`
 
-// RecommendationStatuses are the statuses list_transfer_recommendations filters on.
-var RecommendationStatuses = []string{"PENDING", "APPROVED", "EXECUTED", "REJECTED", "EXPIRED"}
-
 func init() {
 	register(&toolSpec{
 		capability: CapForecast, needs: hasPlanning,
@@ -129,8 +126,8 @@ func listTransferRecommendations(c *toolCall) (any, string, error) {
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err
 	}
-	if in.Status != "" && !slices.Contains(RecommendationStatuses, in.Status) {
-		return nil, "", Invalid("status", "must be one of %s", strings.Join(RecommendationStatuses, ", "))
+	if in.Status != "" && !slices.Contains(RecommendationStatuses, RecommendationStatus(in.Status)) {
+		return nil, "", Invalid("status", "must be one of PENDING, APPROVED, EXECUTED, REJECTED, EXPIRED")
 	}
 	limit, err := limitArg(in.Limit, 20, 100)
 	if err != nil {

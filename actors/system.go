@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/anthdm/hollywood/actor"
 
@@ -25,6 +26,10 @@ type Config struct {
 	Events supplyplan.EventPublisher
 	// Imports configures bulk import jobs.
 	Imports ImportConfig
+	// Forecaster predicts demand for transfers (nil: no demand is forecast).
+	Forecaster supplyplan.Forecaster
+	// Transfers configures transfer recommendations.
+	Transfers TransferConfig
 }
 
 // System owns the hollywood engine, the platform actor and the tenant actors. It implements the
@@ -37,6 +42,8 @@ type System struct {
 	platformPID *actor.PID
 	index       atomic.Pointer[platformIndex]
 	imports     *importManager
+	stop        chan struct{}
+	background  sync.WaitGroup
 
 	mu      sync.Mutex
 	tenants sync.Map // orgID -> *actor.PID
@@ -55,7 +62,8 @@ func NewSystem(cfg Config) *System {
 	if cfg.SnapshotEvery <= 0 {
 		cfg.SnapshotEvery = 10000
 	}
-	s := &System{cfg: cfg, log: cfg.Logger}
+	cfg.Transfers = cfg.Transfers.withDefaults()
+	s := &System{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	s.index.Store(buildIndex(supplyplan.NewPlatformState()))
 	s.imports = newImportManager(s, cfg.Imports)
 	return s
@@ -92,7 +100,28 @@ func (s *System) Open(ctx context.Context) error {
 	if err := s.imports.resume(ctx, orgs); err != nil {
 		return err
 	}
+	s.every(s.cfg.Transfers.SweepEvery, s.sweepRecommendations)
 	return nil
+}
+
+// every runs fn on a ticker until Close.
+func (s *System) every(d time.Duration, fn func(context.Context)) {
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				fn(ctx)
+				cancel()
+			}
+		}
+	}()
 }
 
 // Close drains every actor (pending writes durable, final snapshot) and stops them. Callers stop
@@ -105,6 +134,8 @@ func (s *System) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	close(s.stop)
+	s.background.Wait()
 	if err := s.imports.close(ctx); err != nil {
 		s.log.Warn("import jobs did not stop in time", "err", err)
 	}

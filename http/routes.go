@@ -53,6 +53,22 @@ func (s *Server) routes() {
 	rt.handle("GET", "/api/locations", s.tenant(read, nil, s.listLocations))
 	rt.handle("GET", "/api/inventory/levels", s.tenant(read, nil, s.listInventory))
 	rt.handle("GET", "/api/demand/history", s.tenant(read, nil, s.demandHistory))
+
+	// Transfers: recommendations and inventory transfers.
+	tr, tw := supplyplan.PermTransfersRead, supplyplan.PermTransfersWrite
+	ta, tx := supplyplan.PermTransfersApprove, supplyplan.PermTransfersExecute
+	rt.handle("GET", "/api/transfers/recommendations", s.tenant(tr, nil, s.listRecommendations))
+	rt.handle("POST", "/api/transfers/recommendations", s.tenant(tw, nil, s.generateRecommendations))
+	rt.handle("GET", "/api/transfers/recommendations/pending", s.tenant(tr, nil, s.pendingRecommendations))
+	rt.handle("GET", "/api/transfers/recommendations/:id", s.tenant(tr, nil, s.getRecommendation))
+	rt.handle("POST", "/api/transfers/recommendations/:id/approve", s.tenant(ta, nil, s.approveRecommendation))
+	rt.handle("POST", "/api/transfers/recommendations/:id/reject", s.tenant(ta, nil, s.rejectRecommendation))
+	rt.handle("POST", "/api/transfers/recommendations/:id/execute", s.tenant(tx, nil, s.executeRecommendation))
+	rt.handle("GET", "/api/inventory/transfers", s.tenant(tr, nil, s.listTransfers))
+	rt.handle("POST", "/api/inventory/transfers", s.tenant(tw, nil, s.createTransfer))
+	rt.handle("GET", "/api/inventory/transfers/bins", s.tenant(tr, nil, s.transferBins))
+	rt.handle("GET", "/api/inventory/transfers/:id", s.tenant(tr, nil, s.getTransfer))
+	rt.handle("POST", "/api/inventory/transfers/:id", s.tenant(tw, nil, s.updateTransfer))
 }
 
 var healthBody = []byte(`{"status":"ok"}`)

@@ -41,6 +41,7 @@ type Services struct {
 	Catalog     supplyplan.CatalogService
 	Imports     supplyplan.ImportService
 	Demand      supplyplan.DemandReader
+	Transfers   supplyplan.TransferService
 	// MCP, Gateway and Outbox back the platform endpoints of the MCP surfaces (optional).
 	MCP     supplyplan.MCPPlatformService
 	Gateway supplyplan.GatewayKeyStore

@@ -28,6 +28,12 @@ type Config struct {
 	ImportChunk    int
 	ImportWorkers  int
 
+	RecommendationExpiry   time.Duration
+	TransferWindowWeeks    int
+	TransferLeadTimeDays   float64
+	TransferCostPerUnit    float64
+	TransferMinStockDiffPc float64
+
 	// MCP surfaces.
 	RegistryAddr      string
 	ToolsAddr         string
@@ -75,6 +81,12 @@ func DefaultConfig() Config {
 		ImportChunk:    envInt("SUPPLYPLAN_IMPORT_CHUNK", 5000),
 		ImportWorkers:  envInt("SUPPLYPLAN_IMPORT_WORKERS", 2),
 
+		RecommendationExpiry:   envDuration("SUPPLYPLAN_RECOMMENDATION_EXPIRY", 72*time.Hour),
+		TransferWindowWeeks:    envInt("SUPPLYPLAN_TRANSFER_WINDOW_WEEKS", 8),
+		TransferLeadTimeDays:   envFloat("SUPPLYPLAN_TRANSFER_LEAD_TIME_DAYS", 3),
+		TransferCostPerUnit:    envFloat("SUPPLYPLAN_TRANSFER_COST_PER_UNIT", 0.5),
+		TransferMinStockDiffPc: envFloat("SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT", 0.2),
+
 		RegistryAddr:      envString("SUPPLYPLAN_REGISTRY_ADDR", "127.0.0.1:3015"),
 		ToolsAddr:         envString("SUPPLYPLAN_TOOLS_ADDR", "127.0.0.1:8081"),
 		ToolsPublicURL:    envString("SUPPLYPLAN_TOOLS_PUBLIC_URL", ""),
@@ -104,6 +116,11 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.ImportMaxBytes, "import-max-bytes", c.ImportMaxBytes, "largest import request body in bytes; more is 413 (SUPPLYPLAN_IMPORT_MAX_BYTES)")
 	fs.IntVar(&c.ImportChunk, "import-chunk", c.ImportChunk, "rows applied per tenant transaction by an import job (SUPPLYPLAN_IMPORT_CHUNK)")
 	fs.IntVar(&c.ImportWorkers, "import-workers", c.ImportWorkers, "import jobs running at once across tenants (SUPPLYPLAN_IMPORT_WORKERS)")
+	fs.DurationVar(&c.RecommendationExpiry, "recommendation-expiry", c.RecommendationExpiry, "how long a PENDING transfer recommendation stays actionable (SUPPLYPLAN_RECOMMENDATION_EXPIRY)")
+	fs.IntVar(&c.TransferWindowWeeks, "transfer-window-weeks", c.TransferWindowWeeks, "weeks of stock projection behind transfer recommendations (SUPPLYPLAN_TRANSFER_WINDOW_WEEKS)")
+	fs.Float64Var(&c.TransferLeadTimeDays, "transfer-lead-time-days", c.TransferLeadTimeDays, "days a transfer takes to arrive (SUPPLYPLAN_TRANSFER_LEAD_TIME_DAYS)")
+	fs.Float64Var(&c.TransferCostPerUnit, "transfer-cost-per-unit", c.TransferCostPerUnit, "cost of moving one unit, for estimatedROI (SUPPLYPLAN_TRANSFER_COST_PER_UNIT)")
+	fs.Float64Var(&c.TransferMinStockDiffPc, "transfer-min-stock-difference-pct", c.TransferMinStockDiffPc, "default minStockDifferencePct of recommendation requests (SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
 	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
 	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")
@@ -136,6 +153,15 @@ func envDuration(name string, def time.Duration) time.Duration {
 	if v, ok := os.LookupEnv(name); ok && v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			return d
+		}
+	}
+	return def
+}
+
+func envFloat(name string, def float64) float64 {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
 		}
 	}
 	return def

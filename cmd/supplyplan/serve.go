@@ -87,7 +87,9 @@ func (m *Main) Open(ctx context.Context) error {
 
 	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery,
 		Demand: m.Demand, Events: m.Bus,
-		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk, Workers: cfg.ImportWorkers}})
+		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk, Workers: cfg.ImportWorkers},
+		Transfers: actors.TransferConfig{Expiry: cfg.RecommendationExpiry, WindowWeeks: cfg.TransferWindowWeeks,
+			LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc}})
 	if err := m.System.Open(ctx); err != nil {
 		return err
 	}
@@ -112,7 +114,7 @@ func (m *Main) Open(ctx context.Context) error {
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
 			RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
 			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
-				Imports: m.System, Demand: m.System, MCP: m.System, Gateway: m.mcp.gateway, Outbox: m.System})
+				Imports: m.System, Demand: m.System, Transfers: m.System, MCP: m.System, Gateway: m.mcp.gateway, Outbox: m.System})
 		if err := m.API.Open(); err != nil {
 			return err
 		}

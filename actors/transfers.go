@@ -1,0 +1,324 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// TransferConfig configures recommendations.
+type TransferConfig struct {
+	// Expiry is how long a PENDING recommendation stays actionable (default 72 h).
+	Expiry time.Duration
+	// WindowWeeks is the projection window (default 8).
+	WindowWeeks int
+	// LeadTimeDays is the transfer lead time (default 3).
+	LeadTimeDays float64
+	// CostPerUnit is the cost of moving one unit, for ROI (the service's default is 0.5).
+	CostPerUnit float64
+	// MinStockDifferencePct is the default of the request field (the service's default is 0.2).
+	MinStockDifferencePct float64
+	// SweepEvery records time-based expiries (default 1 minute).
+	SweepEvery time.Duration
+}
+
+func (c TransferConfig) withDefaults() TransferConfig {
+	if c.Expiry <= 0 {
+		c.Expiry = 72 * time.Hour
+	}
+	if c.WindowWeeks <= 0 {
+		c.WindowWeeks = 8
+	}
+	if c.LeadTimeDays <= 0 {
+		c.LeadTimeDays = 3
+	}
+	c.CostPerUnit = max(c.CostPerUnit, 0)
+	c.MinStockDifferencePct = min(max(c.MinStockDifferencePct, 0), 1)
+	if c.SweepEvery <= 0 {
+		c.SweepEvery = time.Minute
+	}
+	return c
+}
+
+// GenerateRecommendations projects every product's stock per location, proposes transfers and
+// stores the new recommendations. The tenant actor is used twice (snapshot, then apply); the
+// forecasts and the engine run outside it, in parallel across products.
+func (s *System) GenerateRecommendations(ctx context.Context, p supplyplan.Principal, in supplyplan.GenerateInput) (supplyplan.GenerateResult, error) {
+	if err := in.Validate(); err != nil {
+		return supplyplan.GenerateResult{}, err
+	}
+	cfg := s.cfg.Transfers
+	now := supplyplan.Now()
+	prodRef, locID := deref(in.ProductMasterID), deref(in.LocationID)
+	snap, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ProductStock, []supplyplan.Record, error) {
+		ps, err := st.StockSnapshot(prodRef, locID, cfg.WindowWeeks, now)
+		return ps, nil, err
+	})
+	if err != nil {
+		return supplyplan.GenerateResult{}, err
+	}
+	if err := s.fillForecasts(ctx, p.OrgID, snap, cfg.WindowWeeks, now); err != nil {
+		return supplyplan.GenerateResult{}, err
+	}
+	opt := supplyplan.RecommendOptions{WindowWeeks: cfg.WindowWeeks, LeadTimeDays: cfg.LeadTimeDays,
+		MinStockDifferencePct: cfg.MinStockDifferencePct, TransferCostPerUnit: cfg.CostPerUnit, UnitMargin: in.UnitMargin}
+	if in.MinStockDifferencePct != nil {
+		opt.MinStockDifferencePct = *in.MinStockDifferencePct
+	}
+	if in.RequirePositiveROI != nil {
+		opt.RequirePositiveROI = *in.RequirePositiveROI
+	}
+	props := proposeParallel(snap, opt, locID)
+	evaluated := make(map[string]bool, len(snap))
+	for _, ps := range snap {
+		evaluated[ps.ProductID] = true
+	}
+	res, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.GenerateResult, []supplyplan.Record, error) {
+		r, recs := st.ApplyProposals(props, evaluated, locID, cfg.Expiry, now)
+		return r, recs, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	for _, r := range res.Created {
+		s.publish(p.OrgID, "recommendation.created", recommendationEvent(r))
+	}
+	return res, nil
+}
+
+// proposeParallel runs the engine over products on every core, keeping product order.
+func proposeParallel(snap []supplyplan.ProductStock, opt supplyplan.RecommendOptions, locID string) []supplyplan.Proposal {
+	results := make([][]supplyplan.Proposal, len(snap))
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	next := make(chan int, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				props := supplyplan.ProposeTransfers(snap[i], opt)
+				if locID != "" {
+					kept := props[:0]
+					for _, pr := range props {
+						if pr.Source == locID || pr.Dest == locID {
+							kept = append(kept, pr)
+						}
+					}
+					props = kept
+				}
+				results[i] = props
+			}
+		}()
+	}
+	for i := range snap {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var out []supplyplan.Proposal
+	for _, r := range results {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// fillForecasts sets each location's weekly forecast (channel ALL) over the window.
+func (s *System) fillForecasts(ctx context.Context, orgID string, snap []supplyplan.ProductStock, weeks int, now time.Time) error {
+	f := s.cfg.Forecaster
+	if f == nil {
+		return nil
+	}
+	var keys []supplyplan.DemandKey
+	for _, ps := range snap {
+		for _, l := range ps.Locations {
+			keys = append(keys, supplyplan.DemandKey{SKU: ps.ProductID, Location: l.LocationID, Channel: supplyplan.ChannelAll})
+		}
+	}
+	fc, err := supplyplan.ForecastMany(ctx, f, orgID, keys, weeks, now)
+	if err != nil {
+		return fmt.Errorf("forecast for recommendations: %w", err)
+	}
+	for i := range snap {
+		for j := range snap[i].Locations {
+			l := &snap[i].Locations[j]
+			if sf, ok := fc[supplyplan.DemandKey{SKU: snap[i].ProductID, Location: l.LocationID, Channel: supplyplan.ChannelAll}]; ok {
+				l.Forecast = sf.Quantity
+			}
+		}
+	}
+	return nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// ListRecommendations lists recommendations.
+func (s *System) ListRecommendations(ctx context.Context, p supplyplan.Principal, f supplyplan.RecommendationFilter) (supplyplan.Page[supplyplan.Recommendation], error) {
+	now := supplyplan.Now()
+	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Recommendation], []supplyplan.Record, error) {
+		return st.ListRecommendations(f, now), nil, nil
+	})
+}
+
+// GetRecommendation returns one recommendation.
+func (s *System) GetRecommendation(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Recommendation, error) {
+	now := supplyplan.Now()
+	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Recommendation, []supplyplan.Record, error) {
+		r, err := st.GetRecommendation(id, now)
+		return r, nil, err
+	})
+}
+
+// ApproveRecommendation approves a PENDING recommendation.
+func (s *System) ApproveRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, error) {
+	now := supplyplan.Now()
+	r, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Recommendation, []supplyplan.Record, error) {
+		return st.ChangeRecommendation(id, func(r supplyplan.Recommendation) (supplyplan.Recommendation, error) {
+			return r.Approve(p.Actor(), comment, now)
+		})
+	})
+	if err == nil {
+		s.publish(p.OrgID, "recommendation.approved", recommendationEvent(r))
+	}
+	return r, err
+}
+
+// RejectRecommendation rejects a PENDING or APPROVED recommendation.
+func (s *System) RejectRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, error) {
+	now := supplyplan.Now()
+	r, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Recommendation, []supplyplan.Record, error) {
+		return st.ChangeRecommendation(id, func(r supplyplan.Recommendation) (supplyplan.Recommendation, error) {
+			return r.Reject(p.Actor(), comment, now)
+		})
+	})
+	if err == nil {
+		s.publish(p.OrgID, "recommendation.rejected", recommendationEvent(r))
+	}
+	return r, err
+}
+
+type executed struct {
+	rec supplyplan.Recommendation
+	trf supplyplan.Transfer
+}
+
+// ExecuteRecommendation executes an APPROVED recommendation: its transfer is created and the
+// quantity reserved at the source.
+func (s *System) ExecuteRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, supplyplan.Transfer, error) {
+	now := supplyplan.Now()
+	x, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (executed, []supplyplan.Record, error) {
+		r, t, recs, err := st.ExecuteRecommendation(id, p.Actor(), comment, now)
+		return executed{r, t}, recs, err
+	})
+	if err == nil {
+		s.publish(p.OrgID, "recommendation.executed", recommendationEvent(x.rec))
+		s.publish(p.OrgID, "transfer.created", x.trf)
+	}
+	return x.rec, x.trf, err
+}
+
+// ListTransfers lists inventory transfers.
+func (s *System) ListTransfers(ctx context.Context, p supplyplan.Principal, f supplyplan.TransferFilter) (supplyplan.Page[supplyplan.Transfer], error) {
+	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Transfer], []supplyplan.Record, error) {
+		return st.ListTransfers(f), nil, nil
+	})
+}
+
+// CreateTransfer creates a manual transfer (DRAFT, quantity reserved at the source).
+func (s *System) CreateTransfer(ctx context.Context, p supplyplan.Principal, in supplyplan.TransferInput) (supplyplan.Transfer, error) {
+	now := supplyplan.Now()
+	t, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, error) {
+		return st.CreateTransfer(in, p.Actor(), now)
+	})
+	if err == nil {
+		s.publish(p.OrgID, "transfer.created", t)
+	}
+	return t, err
+}
+
+// GetTransfer returns one transfer.
+func (s *System) GetTransfer(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Transfer, error) {
+	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, error) {
+		t, err := st.GetTransfer(id)
+		return t, nil, err
+	})
+}
+
+// UpdateTransfer moves a transfer along its states.
+func (s *System) UpdateTransfer(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.TransferUpdate) (supplyplan.Transfer, error) {
+	now := supplyplan.Now()
+	before, _ := s.GetTransfer(ctx, p, id)
+	t, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, error) {
+		return st.UpdateTransfer(id, in, p.Actor(), now)
+	})
+	if err == nil && t.Status != before.Status {
+		s.publish(p.OrgID, "transfer."+transferEventName(t.Status), t)
+	}
+	return t, err
+}
+
+func transferEventName(st supplyplan.TransferStatus) string {
+	switch st {
+	case supplyplan.TransferInTransit:
+		return "in_transit"
+	case supplyplan.TransferReceived:
+		return "received"
+	case supplyplan.TransferCancelled:
+		return "cancelled"
+	}
+	return "updated"
+}
+
+// Bins lists a location's bins.
+func (s *System) Bins(ctx context.Context, p supplyplan.Principal, locationID, sku string) ([]supplyplan.Bin, error) {
+	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Bin, []supplyplan.Record, error) {
+		b, err := st.Bins(locationID, sku)
+		return b, nil, err
+	})
+}
+
+// sweepRecommendations records time-based expiries for every tenant.
+func (s *System) sweepRecommendations(ctx context.Context) {
+	now := supplyplan.Now()
+	s.tenants.Range(func(k, _ any) bool {
+		org := k.(string)
+		expired, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) ([]supplyplan.Record, []supplyplan.Record, error) {
+			recs := st.ExpireDue(now)
+			return recs, recs, nil
+		})
+		if err != nil {
+			s.log.Warn("recommendation sweep failed", "org", org, "err", err)
+			return true
+		}
+		for _, r := range expired {
+			s.publish(org, "recommendation.expired", recommendationEvent(*r.Value.(*supplyplan.Recommendation)))
+		}
+		return true
+	})
+}
+
+// recommendationEvent is the payload of recommendation.* events (the explanation is left out).
+func recommendationEvent(r supplyplan.Recommendation) supplyplan.Recommendation {
+	r.Explanation = nil
+	return r
+}
+
+// publish puts a domain event on the bus.
+func (s *System) publish(orgID, typ string, data any) {
+	if s.cfg.Events == nil {
+		return
+	}
+	s.cfg.Events.Publish(supplyplan.DomainEvent{ID: supplyplan.NewID("evt"), Type: typ, OrganizationID: orgID,
+		Timestamp: supplyplan.Now(), Data: data})
+}
+
+var _ supplyplan.TransferService = (*System)(nil)
