@@ -6,10 +6,9 @@ import (
 	"time"
 )
 
-// This file holds the narrow contracts the hosted tool service needs beyond CatalogService. The
-// planning tools depend on services built by later issues (forecasting engine, transfer
-// recommendations); until something implements PlanningToolService the tool service does not list
-// them.
+// This file holds the narrow contracts the hosted tool service needs beyond CatalogService: the
+// planning tools call ForecastToolService and TransferToolService (tools_adapters.go adapts the
+// Forecaster and the TransferService to them). A tool whose service is not wired is not listed.
 
 // ForecastToolQuery asks for the demand forecast of one product.
 type ForecastToolQuery struct {
@@ -66,14 +65,23 @@ type RecommendationExplanation struct {
 	Factors        []RecommendationFactor     `json:"factors"`
 }
 
-// PlanningToolService is what the planning tools call. Not implemented yet: the forecasting engine
-// and the transfer recommendations issues implement it (in actors/) and cmd wires it.
-type PlanningToolService interface {
+// ForecastToolService is what get_demand_forecast calls (ForecastTools adapts a Forecaster).
+type ForecastToolService interface {
 	DemandForecast(ctx context.Context, p Principal, q ForecastToolQuery) (ForecastToolResult, error)
+}
+
+// TransferToolService is what the transfer tools call (TransferTools adapts a TransferService).
+type TransferToolService interface {
 	ListTransferRecommendations(ctx context.Context, p Principal, f TransferToolFilter) ([]TransferToolRecommendation, error)
 	ExplainRecommendation(ctx context.Context, p Principal, id string) (RecommendationExplanation, error)
 	// ApproveTransferRecommendation moves a PENDING recommendation to APPROVED (409 otherwise).
 	ApproveTransferRecommendation(ctx context.Context, p Principal, id string) (TransferToolRecommendation, error)
+}
+
+// PlanningToolService is both planning contracts (test fakes implement it).
+type PlanningToolService interface {
+	ForecastToolService
+	TransferToolService
 }
 
 // ToolAudit is the durable audit record of a confirmed state-changing tool call. Its ID is the

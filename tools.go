@@ -36,10 +36,11 @@ const (
 
 // ToolDeps are the services the merchant tools call. A nil service leaves its tools unlisted.
 type ToolDeps struct {
-	Catalog  CatalogService
-	Planning PlanningToolService
-	Audit    ToolAuditLog
-	Confirm  *Confirmer
+	Catalog   CatalogService
+	Forecasts ForecastToolService
+	Transfers TransferToolService
+	Audit     ToolAuditLog
+	Confirm   *Confirmer
 }
 
 // ToolAccess says who calls: a key of the organization, or nobody (public tools of a listed
@@ -229,12 +230,11 @@ func readOnly(title string) *ToolAnnotations {
 	return &ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true}
 }
 
-func hasCatalog(d *ToolDeps) bool { return d != nil && d.Catalog != nil }
-func hasPlanning(d *ToolDeps) bool {
-	return d != nil && d.Planning != nil
-}
+func hasCatalog(d *ToolDeps) bool   { return d != nil && d.Catalog != nil }
+func hasForecasts(d *ToolDeps) bool { return d != nil && d.Forecasts != nil }
+func hasTransfers(d *ToolDeps) bool { return d != nil && d.Transfers != nil }
 func hasApproval(d *ToolDeps) bool {
-	return hasPlanning(d) && d.Audit != nil && d.Confirm != nil
+	return hasTransfers(d) && d.Audit != nil && d.Confirm != nil
 }
 
 func fmtQty(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -16,7 +16,7 @@ const recommendationSchema = `{"type":"object","properties":{
 
 func init() {
 	register(&toolSpec{
-		capability: CapForecast, needs: hasPlanning,
+		capability: CapForecast, needs: hasForecasts,
 		def: ToolDef{
 			Name: "get_demand_forecast", Title: "Get demand forecast",
 			Description: "Weekly demand forecast of a product (optionally at one location) for the next weeks.",
@@ -35,7 +35,7 @@ func init() {
 		run: getDemandForecast,
 	})
 	register(&toolSpec{
-		capability: CapTransfers, needs: hasPlanning,
+		capability: CapTransfers, needs: hasTransfers,
 		def: ToolDef{
 			Name: "list_transfer_recommendations", Title: "List transfer recommendations",
 			Description: "Inventory transfer recommendations between locations (default: PENDING and APPROVED).",
@@ -49,7 +49,7 @@ func init() {
 		run: listTransferRecommendations,
 	})
 	register(&toolSpec{
-		capability: CapTransfers, needs: hasPlanning,
+		capability: CapTransfers, needs: hasTransfers,
 		def: ToolDef{
 			Name: "explain_recommendation", Title: "Explain recommendation",
 			Description: "Why a transfer recommendation exists: the stock, demand and cover figures behind it.",
@@ -103,7 +103,7 @@ func getDemandForecast(c *toolCall) (any, string, error) {
 		}
 		weeks = *in.Weeks
 	}
-	f, err := c.deps.Planning.DemandForecast(c.ctx, c.access.Principal, ForecastToolQuery{SKU: in.ProductID, LocationID: in.LocationID, Weeks: weeks})
+	f, err := c.deps.Forecasts.DemandForecast(c.ctx, c.access.Principal, ForecastToolQuery{SKU: in.ProductID, LocationID: in.LocationID, Weeks: weeks})
 	if err != nil {
 		return nil, "", err
 	}
@@ -133,7 +133,7 @@ func listTransferRecommendations(c *toolCall) (any, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	recs, err := c.deps.Planning.ListTransferRecommendations(c.ctx, c.access.Principal, TransferToolFilter{Status: in.Status, Limit: limit})
+	recs, err := c.deps.Transfers.ListTransferRecommendations(c.ctx, c.access.Principal, TransferToolFilter{Status: in.Status, Limit: limit})
 	if err != nil {
 		return nil, "", err
 	}
@@ -162,7 +162,7 @@ func explainRecommendation(c *toolCall) (any, string, error) {
 	if err := requireString("recommendationId", in.RecommendationID); err != nil {
 		return nil, "", err
 	}
-	ex, err := c.deps.Planning.ExplainRecommendation(c.ctx, c.access.Principal, in.RecommendationID)
+	ex, err := c.deps.Transfers.ExplainRecommendation(c.ctx, c.access.Principal, in.RecommendationID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -185,7 +185,7 @@ func approveTransferRecommendation(c *toolCall) (any, string, error) {
 	}
 	canon := canonicalArgs(c.args)
 	if in.ConfirmationToken == "" {
-		ex, err := c.deps.Planning.ExplainRecommendation(c.ctx, c.access.Principal, in.RecommendationID)
+		ex, err := c.deps.Transfers.ExplainRecommendation(c.ctx, c.access.Principal, in.RecommendationID)
 		if err != nil {
 			return nil, "", err
 		}
@@ -208,7 +208,7 @@ func approveTransferRecommendation(c *toolCall) (any, string, error) {
 	if err := c.deps.Audit.ClaimToolConfirmation(c.ctx, audit); err != nil {
 		return nil, "", err
 	}
-	rec, err := c.deps.Planning.ApproveTransferRecommendation(c.ctx, c.access.Principal, in.RecommendationID)
+	rec, err := c.deps.Transfers.ApproveTransferRecommendation(c.ctx, c.access.Principal, in.RecommendationID)
 	status, detail := AuditSucceeded, ""
 	if err != nil {
 		status, detail = AuditFailed, ErrorMessage(err)

@@ -26,7 +26,7 @@ func fullDeps(now *time.Time) (*supplyplan.ToolDeps, *tooltest.Planning, *toolte
 	if now != nil {
 		c.Now = func() time.Time { return *now }
 	}
-	return &supplyplan.ToolDeps{Catalog: tooltest.NewCatalog(), Planning: pl, Audit: au, Confirm: c}, pl, au
+	return &supplyplan.ToolDeps{Catalog: tooltest.NewCatalog(), Forecasts: pl, Transfers: pl, Audit: au, Confirm: c}, pl, au
 }
 
 func TestToolSetFiltersByCapabilityAccessAndWiring(t *testing.T) {

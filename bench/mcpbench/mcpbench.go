@@ -108,7 +108,8 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 		return nil, err
 	}
 
-	deps := &supplyplan.ToolDeps{Catalog: tooltest.NewCatalog(), Planning: tooltest.NewPlanning(), Audit: sys,
+	planning := tooltest.NewPlanning()
+	deps := &supplyplan.ToolDeps{Catalog: tooltest.NewCatalog(), Forecasts: planning, Transfers: planning, Audit: sys,
 		Confirm: &supplyplan.Confirmer{Secret: []byte("bench")}}
 	tools := sphttp.NewToolServer(sphttp.ToolsConfig{Addr: "127.0.0.1:0", Logger: opt.Logger},
 		sphttp.ToolsServices{Keys: sys, Merchants: sys, Deps: deps, MCP: rpc.NewHandler(rpc.Config{Name: "tools", Version: "bench", Logger: opt.Logger})})

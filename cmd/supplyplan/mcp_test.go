@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -687,5 +688,49 @@ func TestToolsOnRealTenantData(t *testing.T) {
 	r := call(t, "GET", "http://"+s.Main.Tools.Addr()+"/tools/list?org=demo", bearerH(s.Key(supplyplan.CredDemoTool)), nil)
 	if strings.Contains(string(r.body), "get_demand_forecast") || !strings.Contains(string(r.body), "get_order_status") {
 		t.Fatalf("tools = %s", r.body)
+	}
+}
+
+// TestTransferToolsOnRealRecommendations generates a transfer recommendation from imported stock
+// and approves it through the tool service's two-step confirmation (no fakes).
+func TestTransferToolsOnRealRecommendations(t *testing.T) {
+	s := MustStart(t, "")
+	if job := s.Import("catalog", map[string]any{"products": []map[string]any{{"externalId": "TENT-2P", "name": "Trail tent"}}}); str(job, "failedCount") != "0" {
+		t.Fatalf("catalog: %v", job)
+	}
+	if job := s.Import("inventory", map[string]any{"levels": []map[string]any{
+		{"skuId": "TENT-2P", "locationId": "STORE", "quantityOnHand": 1, "reorderPoint": 10},
+		{"skuId": "TENT-2P", "locationId": "WH", "quantityOnHand": 60, "reorderPoint": 5},
+	}}); str(job, "failedCount") != "0" {
+		t.Fatalf("inventory: %v", job)
+	}
+	gen := s.Do("POST", "/api/transfers/recommendations", s.Key("ADMIN"), map[string]any{}).Must(t, 200)
+	recs := list(gen, "recommendations")
+	if len(recs) == 0 {
+		t.Skipf("the recommendation engine proposed nothing for this stock: %v", gen)
+	}
+	id := recs[0].(map[string]any)["id"].(string)
+
+	tools := sdkSession(t, "http://"+s.Main.Tools.Addr()+"/mcp?org=demo", s.Key(supplyplan.CredDemoTool), "2025-11-25")
+	listed := sdkCall(t, tools, "list_transfer_recommendations", nil)
+	if got := listed["recommendations"].([]any); len(got) == 0 || got[0].(map[string]any)["id"] != id {
+		t.Fatalf("list = %v", listed)
+	}
+	ex := sdkCall(t, tools, "explain_recommendation", map[string]any{"recommendationId": id})
+	if len(ex["factors"].([]any)) == 0 || ex["explanation"] == "" {
+		t.Fatalf("explain = %v", ex)
+	}
+	first := sdkCall(t, tools, "approve_transfer_recommendation", map[string]any{"recommendationId": id})
+	second := sdkCall(t, tools, "approve_transfer_recommendation", map[string]any{"recommendationId": id, "confirmationToken": first["confirmationToken"]})
+	if second["status"] != "approved" {
+		t.Fatalf("approve = %v", second)
+	}
+	got := s.Do("GET", "/api/transfers/recommendations/"+id, s.Key("ADMIN"), nil).Must(t, 200)
+	if !strings.Contains(fmt.Sprint(got), "APPROVED") || !strings.Contains(fmt.Sprint(got), "apikey:") {
+		t.Fatalf("recommendation after approval = %v", got)
+	}
+	audits, err := s.Main.System.ListToolAudits(context.Background(), s.Creds.Organization.ID)
+	if err != nil || len(audits) != 1 || audits[0].Status != supplyplan.AuditSucceeded {
+		t.Fatalf("audits = %+v %v", audits, err)
 	}
 }

@@ -38,10 +38,12 @@ type Main struct {
 	Tools    *sphttp.ToolServer
 	Registry *rpc.RegistryServer
 
-	// Catalog and Planning back the hosted tools. Open fills Catalog from the actor system when it
-	// implements supplyplan.CatalogService; tests may set either before Open.
-	Catalog  supplyplan.CatalogService
-	Planning supplyplan.PlanningToolService
+	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog and the transfer
+	// recommendations from the actor system when it implements them; get_demand_forecast needs a
+	// Forecaster (none is wired yet). Tests may set Catalog, or Planning (both planning contracts).
+	Catalog    supplyplan.CatalogService
+	Forecaster supplyplan.Forecaster
+	Planning   supplyplan.PlanningToolService
 
 	mcp mcpParts // gateway key store, tool deps and health checks of the MCP surfaces
 }

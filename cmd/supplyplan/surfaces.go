@@ -54,8 +54,18 @@ func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 	if err != nil {
 		return err
 	}
-	m.mcp.deps = &supplyplan.ToolDeps{Catalog: m.Catalog, Planning: m.Planning, Audit: m.System,
-		Confirm: &supplyplan.Confirmer{Secret: secret}}
+	m.mcp.deps = &supplyplan.ToolDeps{Catalog: m.Catalog, Audit: m.System, Confirm: &supplyplan.Confirmer{Secret: secret}}
+	switch {
+	case m.Planning != nil:
+		m.mcp.deps.Forecasts, m.mcp.deps.Transfers = m.Planning, m.Planning
+	default:
+		if t, ok := any(m.System).(supplyplan.TransferService); ok {
+			m.mcp.deps.Transfers = supplyplan.TransferTools{Service: t}
+		}
+		if m.Forecaster != nil && m.Catalog != nil {
+			m.mcp.deps.Forecasts = supplyplan.ForecastTools{Forecaster: m.Forecaster, Catalog: m.Catalog}
+		}
+	}
 	for _, o := range strings.Split(cfg.MCPAllowedOrigins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			m.mcp.origins = append(m.mcp.origins, o)
