@@ -18,11 +18,15 @@ vet:
 	$(GO) vet $(PKGS)
 
 # deps installs and starts what the integration tests need (real ClickHouse and Redis on private
-# ports); see scripts/. It is a no-op when they already run.
+# ports); see scripts/. It is a no-op when they already run. `bash scripts/clickhouse.sh stop`
+# stops the test ClickHouse.
 deps:
 	@bash scripts/test-deps.sh
 
+# bin/test-deps.env (written by deps) carries the servers' addresses into go test.
 test: deps vet
+	@set -a; [ ! -f bin/test-deps.env ] || . ./bin/test-deps.env; set +a; \
+	echo "$(GO) test -race -count=1 -timeout 20m $(PKGS)"; \
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 test-unit:

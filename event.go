@@ -140,6 +140,10 @@ func (in EventInput) Validate(create, platform bool) (starts, ends time.Time, er
 	}
 	starts = parseField(fe, "startsAt", in.StartsAt, create)
 	ends = parseField(fe, "endsAt", in.EndsAt, create)
+	if in.EndsAt != nil && IsDateOnly(*in.EndsAt) && !ends.IsZero() {
+		// A plain end date includes its whole day: the event ends at the next midnight.
+		ends = ends.Add(24 * time.Hour)
+	}
 	if v := in.Value; v != nil {
 		if v.LiftPct != nil {
 			checkRange(fe, "value.liftPct", *v.LiftPct, MinEventLift, MaxLift)
@@ -279,11 +283,13 @@ type EventFilter struct {
 	IncludeOrgWide  bool
 }
 
-// Match reports whether e passes the filter: it overlaps [From, To], has the type, and applies to
+// Match reports whether e passes the filter: it overlaps [From, To] (the event being [startsAt,
+// endsAt)), has the type, and applies to
 // the product and location asked for (an event without a product applies to every product, and
 // likewise for locations). Global and org-wide events are governed by their flags.
 func (f EventFilter) Match(e *ExternalEvent) bool {
-	if e.StartsAt.After(f.To) || e.EndsAt.Before(f.From) {
+	// Events are half-open [startsAt, endsAt): one ending exactly at From does not overlap.
+	if e.StartsAt.After(f.To) || !e.EndsAt.After(f.From) {
 		return false
 	}
 	if f.Type != "" && e.Type != f.Type {

@@ -90,7 +90,8 @@ func TestEventFilterOverlapAndScope(t *testing.T) {
 		want bool
 	}{
 		{"inside", ev("2030-01-11", "2030-01-12", "p1", "", false), true},
-		{"straddles start", ev("2030-01-01", "2030-01-10", "p1", "", false), true},
+		{"straddles start", ev("2030-01-01", "2030-01-11", "p1", "", false), true},
+		{"ends at the window start", ev("2030-01-01", "2030-01-10", "p1", "", false), false},
 		{"straddles end", ev("2030-01-20", "2030-01-25", "p1", "", false), true},
 		{"covers window", ev("2030-01-01", "2030-02-01", "p1", "l1", false), true},
 		{"before", ev("2030-01-01", "2030-01-09", "p1", "", false), false},

@@ -10,17 +10,19 @@ import (
 
 // Record kinds of tenant state.
 const (
-	KindScenario       = "scenario"
-	KindEvent          = "event"
-	KindProduct        = "product"
-	KindLocation       = "location"
-	KindInventory      = "inventory"
-	KindSupplier       = "supplier"
-	KindPurchaseOrder  = "po"
-	KindOrder          = "order"
-	KindImportJob      = "importjob"
-	KindTransfer       = "transfer"
-	KindRecommendation = "recommendation"
+	KindScenario        = "scenario"
+	KindEvent           = "event"
+	KindProduct         = "product"
+	KindLocation        = "location"
+	KindInventory       = "inventory"
+	KindSupplier        = "supplier"
+	KindPurchaseOrder   = "po"
+	KindOrder           = "order"
+	KindImportJob       = "importjob"
+	KindTransfer        = "transfer"
+	KindRecommendation  = "recommendation"
+	KindForecastVersion = "fversion"
+	KindForecastChange  = "fchange"
 )
 
 func init() {
@@ -35,6 +37,8 @@ func init() {
 	RegisterKind(KindImportJob, func() any { return new(ImportJob) })
 	RegisterKind(KindTransfer, func() any { return new(Transfer) })
 	RegisterKind(KindRecommendation, func() any { return new(Recommendation) })
+	RegisterKind(KindForecastVersion, func() any { return new(ForecastVersion) })
+	RegisterKind(KindForecastChange, func() any { return new(ChangeEntry) })
 }
 
 // InventoryKey is the key of a product's level at a location.
@@ -44,18 +48,20 @@ func InventoryKey(productID, locationID string) string { return productID + "\x0
 // tenant's actor: only that actor reads or changes it. Values stored in its maps are never mutated
 // in place (a change stores a new value), so a copy handed out stays valid.
 type TenantState struct {
-	OrgID           string                     `json:"orgId"`
-	Scenarios       map[string]*Scenario       `json:"scenarios"`
-	Events          map[string]*ExternalEvent  `json:"events"`
-	Products        map[string]*Product        `json:"products"`
-	Locations       map[string]*Location       `json:"locations"`
-	Inventory       map[string]*InventoryLevel `json:"inventory"`
-	Suppliers       map[string]*Supplier       `json:"suppliers"`
-	PurchaseOrders  map[string]*PurchaseOrder  `json:"purchaseOrders"`
-	Orders          map[string]*Order          `json:"orders"`
-	ImportJobs      map[string]*ImportJob      `json:"importJobs"`
-	Transfers       map[string]*Transfer       `json:"transfers"`
-	Recommendations map[string]*Recommendation `json:"recommendations"`
+	OrgID            string                      `json:"orgId"`
+	Scenarios        map[string]*Scenario        `json:"scenarios"`
+	Events           map[string]*ExternalEvent   `json:"events"`
+	Products         map[string]*Product         `json:"products"`
+	Locations        map[string]*Location        `json:"locations"`
+	Inventory        map[string]*InventoryLevel  `json:"inventory"`
+	Suppliers        map[string]*Supplier        `json:"suppliers"`
+	PurchaseOrders   map[string]*PurchaseOrder   `json:"purchaseOrders"`
+	Orders           map[string]*Order           `json:"orders"`
+	ImportJobs       map[string]*ImportJob       `json:"importJobs"`
+	Transfers        map[string]*Transfer        `json:"transfers"`
+	Recommendations  map[string]*Recommendation  `json:"recommendations"`
+	ForecastVersions map[string]*ForecastVersion `json:"forecastVersions"`
+	Changes          map[string]*ChangeEntry     `json:"forecastChanges"`
 	// ToolAudits are the audits of confirmed state-changing tool calls (tool service).
 	ToolAudits map[string]*ToolAudit `json:"toolAudits,omitempty"`
 
@@ -103,6 +109,12 @@ func (s *TenantState) init() {
 	}
 	if s.Recommendations == nil {
 		s.Recommendations = map[string]*Recommendation{}
+	}
+	if s.ForecastVersions == nil {
+		s.ForecastVersions = map[string]*ForecastVersion{}
+	}
+	if s.Changes == nil {
+		s.Changes = map[string]*ChangeEntry{}
 	}
 	s.skuIndex = make(map[string]string, len(s.Products))
 	for id, p := range s.Products {
@@ -177,6 +189,10 @@ func (s *TenantState) Apply(r Record) error {
 		return putValue(s.Transfers, r)
 	case KindRecommendation:
 		return putValue(s.Recommendations, r)
+	case KindForecastVersion:
+		return putValue(s.ForecastVersions, r)
+	case KindForecastChange:
+		return putValue(s.Changes, r)
 	case KindScenario:
 		if r.Del {
 			delete(s.Scenarios, r.ID)

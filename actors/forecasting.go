@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/supplyplan/supplyplan"
 )
@@ -45,11 +47,38 @@ func (s *System) ArchiveScenario(ctx context.Context, p supplyplan.Principal, id
 	})
 }
 
-// PublishScenario publishes a scenario.
+// PublishScenario publishes a scenario. When it changes state, the change history records the
+// forecast of record moving from the newest version of the scenarios published before to this
+// scenario's newest version.
 func (s *System) PublishScenario(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Scenario, error) {
 	now := supplyplan.Now()
 	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
-		return st.PublishScenario(id, now)
+		sc, recs, err := st.PublishScenario(id, now)
+		if err != nil || len(recs) == 0 {
+			return sc, recs, err
+		}
+		var prev, next *float64
+		var prevID string
+		for _, o := range st.Scenarios {
+			if o.ID == id || o.Status != supplyplan.ScenarioPublished {
+				continue
+			}
+			if v, ok := st.LatestVersion(o.ID); ok && v.ID > prevID {
+				t := v.TotalQuantity
+				prev, prevID = &t, v.ID
+			}
+		}
+		if v, ok := st.LatestVersion(id); ok {
+			t := v.TotalQuantity
+			next = &t
+		}
+		reason := fmt.Sprintf("scenario %q published", sc.Name)
+		if next == nil {
+			reason += " (not generated yet: no forecast total)"
+		}
+		ch := supplyplan.NewChange(supplyplan.ChangePublish, p.Actor(), reason, prev, next, now)
+		ch.ScenarioID = id
+		return sc, append(recs, st.AddChange(ch)...), nil
 	})
 }
 
@@ -64,9 +93,19 @@ func (s *System) ListEvents(ctx context.Context, p supplyplan.Principal, f suppl
 // CreateEvent creates a tenant event.
 func (s *System) CreateEvent(ctx context.Context, p supplyplan.Principal, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
 	now := supplyplan.Now()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+	e, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		return st.CreateEvent(in, now)
 	})
+	if err == nil {
+		s.eventChanged(p, supplyplan.ChangeEventCreated, nil, &e, now)
+	}
+	return e, err
+}
+
+// eventChanged invalidates forecasts and queues the change-history entry of an event write.
+func (s *System) eventChanged(p supplyplan.Principal, typ string, old, new *supplyplan.ExternalEvent, now time.Time) {
+	s.fc.bumpEvents(p.OrgID)
+	s.changes.add(p.OrgID, eventChange{typ: typ, old: old, new: new, actor: p.Actor(), at: now})
 }
 
 // GetEvent returns a tenant event or a global one.
@@ -81,18 +120,35 @@ func (s *System) GetEvent(ctx context.Context, p supplyplan.Principal, id string
 // UpdateEvent applies a partial update to a tenant event.
 func (s *System) UpdateEvent(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
 	now, global := supplyplan.Now(), s.globalLookup()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
-		return st.UpdateEvent(id, in, global, now)
+	type updated struct{ old, new supplyplan.ExternalEvent }
+	u, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (updated, []supplyplan.Record, error) {
+		var old supplyplan.ExternalEvent
+		if cur, ok := st.Events[id]; ok {
+			old = *cur
+		}
+		e, recs, err := st.UpdateEvent(id, in, global, now)
+		return updated{old, e}, recs, err
 	})
+	if err == nil {
+		s.eventChanged(p, supplyplan.ChangeEventUpdated, &u.old, &u.new, now)
+	}
+	return u.new, err
 }
 
 // DeleteEvent deletes a tenant event.
 func (s *System) DeleteEvent(ctx context.Context, p supplyplan.Principal, id string) error {
 	global := s.globalLookup()
-	_, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+	old, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+		var old supplyplan.ExternalEvent
+		if cur, ok := st.Events[id]; ok {
+			old = *cur
+		}
 		recs, err := st.DeleteEvent(id, global)
-		return struct{}{}, recs, err
+		return old, recs, err
 	})
+	if err == nil {
+		s.eventChanged(p, supplyplan.ChangeEventDeleted, &old, nil, supplyplan.Now())
+	}
 	return err
 }
 

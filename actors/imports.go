@@ -306,6 +306,7 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 		if err := retry(ctx, func() error { return m.sys.cfg.Demand.UpsertWeeks(ctx, orgID, res.Demand) }); err != nil {
 			return fmt.Errorf("write demand history: %w", err)
 		}
+		m.sys.fc.bumpDemand(orgID)
 	}
 	_, err = tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
 		cur, ok := st.ImportJobs[jobID]

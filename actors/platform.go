@@ -165,9 +165,13 @@ func (s *System) RevokeAPIKey(ctx context.Context, orgID, keyID string) error {
 // CreateGlobalEvent creates an event every tenant sees.
 func (s *System) CreateGlobalEvent(ctx context.Context, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
 	now := supplyplan.Now()
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+	e, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		return st.CreateGlobalEvent(in, now)
 	})
+	if err == nil {
+		s.fc.bumpEvents("")
+	}
+	return e, err
 }
 
 // ListGlobalEvents lists the global events.
@@ -183,5 +187,8 @@ func (s *System) DeleteGlobalEvent(ctx context.Context, id string) error {
 		recs, err := st.DeleteGlobalEvent(id)
 		return struct{}{}, recs, err
 	})
+	if err == nil {
+		s.fc.bumpEvents("")
+	}
 	return err
 }

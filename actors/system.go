@@ -42,6 +42,8 @@ type System struct {
 	platformPID *actor.PID
 	index       atomic.Pointer[platformIndex]
 	imports     *importManager
+	fc          *forecaster
+	changes     *changeRecorder
 	stop        chan struct{}
 	background  sync.WaitGroup
 
@@ -66,6 +68,11 @@ func NewSystem(cfg Config) *System {
 	s := &System{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	s.index.Store(buildIndex(supplyplan.NewPlatformState()))
 	s.imports = newImportManager(s, cfg.Imports)
+	s.fc = newForecaster(s)
+	s.changes = newChangeRecorder(s)
+	if s.cfg.Forecaster == nil {
+		s.cfg.Forecaster = s // the built-in engine, unless a test plugs another
+	}
 	return s
 }
 
@@ -136,6 +143,7 @@ func (s *System) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	close(s.stop)
 	s.background.Wait()
+	s.changes.close()
 	if err := s.imports.close(ctx); err != nil {
 		s.log.Warn("import jobs did not stop in time", "err", err)
 	}

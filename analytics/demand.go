@@ -34,8 +34,12 @@ func dayOf(t time.Time) int32 {
 // dayTime returns midnight UTC of Unix day d.
 func dayTime(d int32) time.Time { return time.Unix(int64(d)*secondsPerDay, 0).UTC() }
 
-// weekDay returns the Unix day of the ISO Monday of t's week.
-func weekDay(t time.Time) int32 { return dayOf(supplyplan.WeekStart(t)) }
+// weekDay returns the Unix day of the ISO Monday of t's week (UTC), as supplyplan.WeekStart
+// does, without building times: day 0 (1970-01-01) was a Thursday.
+func weekDay(t time.Time) int32 {
+	d := int64(dayOf(t))
+	return int32(d - ((d+3)%7+7)%7)
+}
 
 // normChannel maps the empty channel to ChannelAll.
 func normChannel(c string) string {
@@ -99,10 +103,11 @@ func checkOrg(orgID string) error {
 	return nil
 }
 
-func checkWeek(v *validator, field string, day int32) {
-	if day < minDay || day > maxDay {
-		v.add(field, "must lie between 1970-01-05 and 2105-12-31")
-	}
+const weekRangeMsg = "must lie in a week between 1970-01-05 and 2105-12-31"
+
+func weekOK(t time.Time) bool {
+	d := weekDay(t)
+	return d >= minDay && d <= maxDay
 }
 
 // validateRows checks rows for storage; both stores accept exactly the same input.
@@ -113,6 +118,9 @@ func validateRows(orgID string, rows []supplyplan.DemandRow) error {
 	var v validator
 	for i := range rows {
 		r := &rows[i]
+		if r.SKU != "" && r.Location != "" && !r.Week.IsZero() && weekOK(r.Week) && finite(r.Actual) && finite(r.Forecasted) {
+			continue // the common case, without building field names
+		}
 		p := "rows[" + strconv.Itoa(i) + "]."
 		if r.SKU == "" {
 			v.add(p+"skuId", "is required")
@@ -122,8 +130,8 @@ func validateRows(orgID string, rows []supplyplan.DemandRow) error {
 		}
 		if r.Week.IsZero() {
 			v.add(p+"weekStarting", "is required")
-		} else {
-			checkWeek(&v, p+"weekStarting", weekDay(r.Week))
+		} else if !weekOK(r.Week) {
+			v.add(p+"weekStarting", weekRangeMsg)
 		}
 		if !finite(r.Actual) {
 			v.add(p+"actualDemand", "must be a finite number")
@@ -143,6 +151,10 @@ func validateSignals(orgID string, signals []supplyplan.DemandSignal) error {
 	var v validator
 	for i := range signals {
 		s := &signals[i]
+		if s.SignalID != "" && (s.OrganizationID == "" || s.OrganizationID == orgID) && s.SKU != "" && s.Location != "" &&
+			!s.OccurredAt.IsZero() && weekOK(s.OccurredAt) && finite(s.Quantity) {
+			continue
+		}
 		p := "signals[" + strconv.Itoa(i) + "]."
 		if s.SignalID == "" {
 			v.add(p+"signalId", "is required")
@@ -158,8 +170,8 @@ func validateSignals(orgID string, signals []supplyplan.DemandSignal) error {
 		}
 		if s.OccurredAt.IsZero() {
 			v.add(p+"occurredAt", "is required")
-		} else {
-			checkWeek(&v, p+"occurredAt", weekDay(s.OccurredAt))
+		} else if !weekOK(s.OccurredAt) {
+			v.add(p+"occurredAt", weekRangeMsg)
 		}
 		if !finite(s.Quantity) {
 			v.add(p+"quantity", "must be a finite number")

@@ -455,7 +455,8 @@ func (s *EmbeddedStore) Series(ctx context.Context, orgID string, key supplyplan
 	return t.read(normKey(key), lo, hi), nil
 }
 
-// SeriesBatch returns Series for every key that has data in [from, to].
+// SeriesBatch returns Series for every key that has data in [from, to]. Each series is read
+// consistently; a write may land between two series.
 func (s *EmbeddedStore) SeriesBatch(ctx context.Context, orgID string, keys []supplyplan.DemandKey, from, to time.Time) (map[supplyplan.DemandKey][]supplyplan.WeekValue, error) {
 	t, err := s.reader(orgID)
 	if err != nil {
@@ -466,12 +467,19 @@ func (s *EmbeddedStore) SeriesBatch(ctx context.Context, orgID string, keys []su
 		return out, nil
 	}
 	lo, hi := dayRange(from, to)
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	for _, k := range keys {
-		if v := t.read(normKey(k), lo, hi); len(v) > 0 {
-			out[k] = v
+	// The lock is taken per chunk of keys: a read of every series of a big tenant must not hold
+	// off the committer (and with it every tenant's writes) for its whole duration.
+	const chunk = 512
+	for len(keys) > 0 {
+		n := min(len(keys), chunk)
+		t.mu.RLock()
+		for _, k := range keys[:n] {
+			if v := t.read(normKey(k), lo, hi); len(v) > 0 {
+				out[k] = v
+			}
 		}
+		t.mu.RUnlock()
+		keys = keys[n:]
 	}
 	return out, nil
 }

@@ -42,6 +42,7 @@ type Services struct {
 	Imports     supplyplan.ImportService
 	Demand      supplyplan.DemandReader
 	Transfers   supplyplan.TransferService
+	Forecast    supplyplan.ForecastService
 	// MCP, Gateway and Outbox back the platform endpoints of the MCP surfaces (optional).
 	MCP     supplyplan.MCPPlatformService
 	Gateway supplyplan.GatewayKeyStore

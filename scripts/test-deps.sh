@@ -1,14 +1,45 @@
 #!/usr/bin/env bash
-# Installs and starts the real servers and clients the integration tests use. Idempotent.
-#  - Redis on 127.0.0.1:16379 (scripts/redis.sh) for the redisstore and distributed-mode tests.
-#  - The official MCP TypeScript SDK client (scripts/mcp-client.sh) in bin/mcp-client/.
-# Under CI a failure here fails the run; otherwise the tests that need a missing part say so.
+# Installs and starts the real servers the integration tests use, on private ports (never the
+# system-wide services), and writes their addresses to bin/test-deps.env, which `make test` loads
+# into the environment of `go test`. Idempotent: servers already running are reused.
+#
+#   ClickHouse: scripts/clickhouse.sh (127.0.0.1:19000) -> SUPPLYPLAN_TEST_CLICKHOUSE_ADDR
+#   Redis:      scripts/redis.sh (127.0.0.1:16379)      -> SUPPLYPLAN_TEST_REDIS_ADDR
+#   The official MCP TypeScript SDK client: scripts/mcp-client.sh -> bin/mcp-client/
+#
+# When a server cannot be started the script fails if CI is set; otherwise it warns, and the tests
+# that need the server skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -n "${CI:-}" ]; then
-  bash scripts/redis.sh start
-  bash scripts/mcp-client.sh
+mkdir -p bin
+env_file=bin/test-deps.env
+tmp="$env_file.tmp"
+: >"$tmp"
+
+if ch_addr=$(bash scripts/clickhouse.sh start); then
+	echo "SUPPLYPLAN_TEST_CLICKHOUSE_ADDR=$ch_addr" >>"$tmp"
+elif [ -n "${CI:-}" ]; then
+	echo "test-deps: ClickHouse did not start (CI is set)" >&2
+	exit 1
 else
-  bash scripts/redis.sh start || echo "test-deps: Redis unavailable; Redis tests will skip" >&2
-  bash scripts/mcp-client.sh || echo "test-deps: MCP TypeScript client unavailable; its test will skip" >&2
+	echo "test-deps: WARNING: ClickHouse did not start; its tests will skip" >&2
 fi
+
+if redis_addr=$(bash scripts/redis.sh start); then
+	echo "SUPPLYPLAN_TEST_REDIS_ADDR=$redis_addr" >>"$tmp"
+elif [ -n "${CI:-}" ]; then
+	echo "test-deps: Redis did not start (CI is set)" >&2
+	exit 1
+else
+	echo "test-deps: WARNING: Redis did not start; its tests will skip" >&2
+fi
+
+if ! bash scripts/mcp-client.sh; then
+	if [ -n "${CI:-}" ]; then
+		echo "test-deps: the MCP TypeScript client could not be installed (CI is set)" >&2
+		exit 1
+	fi
+	echo "test-deps: WARNING: the MCP TypeScript client is missing; its test will skip" >&2
+fi
+
+mv "$tmp" "$env_file"

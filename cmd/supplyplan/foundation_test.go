@@ -544,7 +544,7 @@ func TestBadInputsLeaveStateUnchanged(t *testing.T) {
 		{"event no dates", "POST", "/api/forecast/events", `{"name":"a"}`, 400, "startsAt"},
 		{"event bad date", "POST", "/api/forecast/events", `{"name":"a","startsAt":"soon","endsAt":"2030-01-01"}`, 400, "startsAt"},
 		{"event reversed", "POST", "/api/forecast/events", `{"name":"a","startsAt":"2030-01-02","endsAt":"2030-01-01"}`, 400, "endsAt"},
-		{"event equal dates", "POST", "/api/forecast/events", `{"name":"a","startsAt":"2030-01-01","endsAt":"2030-01-01"}`, 400, "endsAt"},
+		{"event equal times", "POST", "/api/forecast/events", `{"name":"a","startsAt":"2030-01-01T00:00:00Z","endsAt":"2030-01-01T00:00:00Z"}`, 400, "endsAt"},
 		{"event lift range", "POST", "/api/forecast/events", `{"name":"a","startsAt":"2030-01-01","endsAt":"2030-01-02","value":{"liftPct":-1}}`, 400, "value.liftPct"},
 		{"event bad type", "POST", "/api/forecast/events", `{"name":"a","type":"PARTY","startsAt":"2030-01-01","endsAt":"2030-01-02"}`, 400, "type"},
 		{"event bad stacking", "POST", "/api/forecast/events", `{"name":"a","startsAt":"2030-01-01","endsAt":"2030-01-02","value":{"stackingMode":"MAX"}}`, 400, "value.stackingMode"},

@@ -71,11 +71,12 @@ func (s *testServer) Stop() {
 	s.Main = nil
 }
 
-// Restart stops the server and starts a new one on the same data dir.
+// Restart stops the server and starts a new one on the same data dir with the same settings.
 func (s *testServer) Restart() *testServer {
 	s.t.Helper()
+	cfg := s.Main.Config
 	s.Stop()
-	return MustStart(s.t, s.Data)
+	return MustStart(s.t, s.Data, func(c *Config) { *c = cfg; c.APIAddr = "127.0.0.1:0" })
 }
 
 func mustReadCreds(tb testing.TB, dir string) supplyplan.Credentials {

@@ -684,10 +684,38 @@ func TestToolsOnRealTenantData(t *testing.T) {
 	if got := sdkCall(t, tools, "get_order_status", map[string]any{"orderId": "SO-1"}); got["status"] != "SHIPPED" {
 		t.Fatalf("order = %v", got)
 	}
-	// Planning tools are not listed: nothing implements supplyplan.PlanningToolService yet.
-	r := call(t, "GET", "http://"+s.Main.Tools.Addr()+"/tools/list?org=demo", bearerH(s.Key(supplyplan.CredDemoTool)), nil)
-	if strings.Contains(string(r.body), "get_demand_forecast") || !strings.Contains(string(r.body), "get_order_status") {
-		t.Fatalf("tools = %s", r.body)
+	// Every tool is wired to the real services.
+	var names []string
+	for tool, err := range tools.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	if !slices.Equal(names, allTools) {
+		t.Fatalf("tools = %v", names)
+	}
+}
+
+// TestForecastToolOnRealData: get_demand_forecast on the forecast engine, over two years of
+// imported weekly demand (the forecast tests' fixture).
+func TestForecastToolOnRealData(t *testing.T) {
+	s := MustStart(t, "")
+	seedForecastData(t, s)
+	tools := sdkSession(t, "http://"+s.Main.Tools.Addr()+"/mcp?org=demo", s.Key(supplyplan.CredDemoTool), "")
+	one := sdkCall(t, tools, "get_demand_forecast", map[string]any{"productId": "Q", "locationId": "L1", "weeks": 4})
+	weeks := one["weeks"].([]any)
+	w0 := weeks[0].(map[string]any)
+	if len(weeks) != 4 || one["model"] == "" || w0["forecast"].(float64) < 30 || w0["forecast"].(float64) > 50 || w0["lower"] == nil {
+		t.Fatalf("Q@L1 = %v", one)
+	}
+	all := sdkCall(t, tools, "get_demand_forecast", map[string]any{"productId": "P", "weeks": 2})
+	if f := all["weeks"].([]any)[0].(map[string]any)["forecast"].(float64); f < 170 || f > 240 { // L1 ~100 + L2 ~100
+		t.Fatalf("P over all locations = %v", all)
+	}
+	if r := call(t, "POST", "http://"+s.Main.Tools.Addr()+"/tools/call", bearerH(s.Key(supplyplan.CredDemoTool)),
+		map[string]any{"org": "demo", "name": "get_demand_forecast", "arguments": map[string]any{"productId": "NOPE"}}); !strings.Contains(string(r.body), `"isError":true`) {
+		t.Fatalf("unknown product = %d %s", r.status, r.body)
 	}
 }
 

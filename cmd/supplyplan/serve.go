@@ -38,9 +38,9 @@ type Main struct {
 	Tools    *sphttp.ToolServer
 	Registry *rpc.RegistryServer
 
-	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog and the transfer
-	// recommendations from the actor system when it implements them; get_demand_forecast needs a
-	// Forecaster (none is wired yet). Tests may set Catalog, or Planning (both planning contracts).
+	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog, the forecaster
+	// and the transfer recommendations from the actor system when it implements them. Tests may set
+	// Catalog, or Planning (both planning contracts).
 	Catalog    supplyplan.CatalogService
 	Forecaster supplyplan.Forecaster
 	Planning   supplyplan.PlanningToolService
@@ -116,7 +116,8 @@ func (m *Main) Open(ctx context.Context) error {
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
 			RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
 			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
-				Imports: m.System, Demand: m.System, Transfers: m.System, MCP: m.System, Gateway: m.mcp.gateway, Outbox: m.System})
+				Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System,
+				MCP: m.System, Gateway: m.mcp.gateway, Outbox: m.System})
 		if err := m.API.Open(); err != nil {
 			return err
 		}

@@ -62,6 +62,11 @@ func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 		if t, ok := any(m.System).(supplyplan.TransferService); ok {
 			m.mcp.deps.Transfers = supplyplan.TransferTools{Service: t}
 		}
+		if m.Forecaster == nil {
+			if f, ok := any(m.System).(supplyplan.Forecaster); ok {
+				m.Forecaster = f
+			}
+		}
 		if m.Forecaster != nil && m.Catalog != nil {
 			m.mcp.deps.Forecasts = supplyplan.ForecastTools{Forecaster: m.Forecaster, Catalog: m.Catalog}
 		}

@@ -1,0 +1,515 @@
+package actors
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/analytics/forecast"
+)
+
+// totalSeries forecasts the total demand of a product and/or location (the whole tenant when both
+// are empty) over horizon weeks. One series is forecast directly; a total is forecast top-down from
+// its summed weekly history (aggregated in the store), with the org-wide events and, for one
+// product, that product's own events.
+func (s *System) totalSeries(ctx context.Context, org, product, location string, opt forecast.Options) (forecast.Result, bool, error) {
+	if product != "" && location != "" {
+		k := supplyplan.DemandKey{SKU: product, Location: location, Channel: supplyplan.ChannelAll}
+		res, _, err := s.fc.run(ctx, org, []supplyplan.DemandKey{k}, opt, time.Time{})
+		if err != nil {
+			return forecast.Result{}, false, err
+		}
+		return res[0].Result, !res[0].NoHistory, nil
+	}
+	q := supplyplan.DemandQuery{GroupBy: []string{"week"}, To: supplyplan.WeekStart(time.Now()).Add(-time.Nanosecond)}
+	if product != "" {
+		q.SKUs = []string{product}
+	}
+	if location != "" {
+		q.Locations = []string{location}
+	}
+	groups, err := s.cfg.Demand.Aggregate(ctx, org, q)
+	if err != nil {
+		return forecast.Result{}, false, fmt.Errorf("aggregate demand: %w", err)
+	}
+	if len(groups) == 0 {
+		return forecast.Result{}, false, nil
+	}
+	weeks := make([]supplyplan.WeekValue, len(groups))
+	for i, g := range groups {
+		weeks[i] = supplyplan.WeekValue{Week: g.Week, Actual: g.Actual}
+	}
+	slices.SortFunc(weeks, func(a, b supplyplan.WeekValue) int { return a.Week.Compare(b.Week) })
+	ix, ev, dv, err := s.fc.index(ctx, org)
+	if err != nil {
+		return forecast.Result{}, false, err
+	}
+	events := slices.Clone(ix.all)
+	if product != "" && location == "" {
+		for _, e := range ix.byProduct[product] {
+			if e.LocationID == "" {
+				events = append(events, e)
+			}
+		}
+	}
+	if location != "" && product == "" {
+		events = append(events, ix.byLocation[location]...)
+	}
+	lifts, err := s.fc.liftModel(ctx, org, supplyplan.WeekStart(time.Now()), ix, ev, dv)
+	if err != nil {
+		return forecast.Result{}, false, err
+	}
+	series := forecast.FromWeekValues(forecast.SeriesKey{ID: "total", ProductID: product, LocationID: location}, weeks)
+	for end := series.Start.Add(time.Duration(len(series.Values)) * week); end.Before(supplyplan.WeekStart(time.Now())); end = end.Add(week) {
+		series.Values = append(series.Values, math.NaN())
+	}
+	res, err := forecast.Forecast(series, events, lifts, opt)
+	return res, err == nil, err
+}
+
+// ChannelProjection splits the total forecast by the channel mix of the demand history.
+func (s *System) ChannelProjection(ctx context.Context, p supplyplan.Principal, productRef, location string, horizon int) (supplyplan.ChannelProjection, error) {
+	if horizon == 0 {
+		horizon = supplyplan.DefaultHorizonWeeks
+	}
+	if horizon < 1 || horizon > supplyplan.MaxHorizonWeeks {
+		return supplyplan.ChannelProjection{}, supplyplan.Invalid("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
+	}
+	product, _, err := s.resolveSeries(ctx, p.OrgID, productRef, location, "")
+	if err != nil {
+		return supplyplan.ChannelProjection{}, err
+	}
+	out := supplyplan.ChannelProjection{ProductMasterID: product, LocationID: location, HorizonWeeks: horizon,
+		Total: []supplyplan.WeekTotal{}, Channels: []supplyplan.ChannelProjSeries{}, GeneratedAt: supplyplan.Now()}
+	res, ok, err := s.totalSeries(ctx, p.OrgID, product, location, forecast.Options{Horizon: horizon, Point: forecast.PointMean})
+	if err != nil || !ok {
+		return out, err
+	}
+	// Channel history of the last 52 weeks, aggregated in the store.
+	end := supplyplan.WeekStart(time.Now())
+	from := end.Add(-52 * week)
+	q := supplyplan.DemandQuery{From: from, To: end.Add(-time.Nanosecond), GroupBy: []string{"channel", "week"}}
+	if product != "" {
+		q.SKUs = []string{product}
+	}
+	if location != "" {
+		q.Locations = []string{location}
+	}
+	groups, err := s.cfg.Demand.Aggregate(ctx, p.OrgID, q)
+	if err != nil {
+		return out, fmt.Errorf("aggregate channels: %w", err)
+	}
+	byChannel := map[string][]float64{}
+	for _, g := range groups {
+		i := int(supplyplan.WeekStart(g.Week).Sub(from) / week)
+		if i < 0 || i >= 52 {
+			continue
+		}
+		v := byChannel[g.Channel]
+		if v == nil {
+			v = make([]float64, 52)
+			for j := range v {
+				v[j] = math.NaN()
+			}
+			byChannel[g.Channel] = v
+		}
+		if math.IsNaN(v[i]) {
+			v[i] = 0
+		}
+		v[i] += g.Actual
+	}
+	hist := make([]forecast.ChannelHistory, 0, len(byChannel))
+	for ch, v := range byChannel {
+		hist = append(hist, forecast.ChannelHistory{Channel: ch, Values: v})
+	}
+	slices.SortFunc(hist, func(a, b forecast.ChannelHistory) int { return cmp.Compare(a.Channel, b.Channel) })
+	for _, pd := range res.Periods {
+		out.Total = append(out.Total, supplyplan.WeekTotal{WeekStarting: supplyplan.Date(pd.WeekStart), Baseline: round2(pd.Baseline),
+			Quantity: round2(pd.Quantity), Lower: round2(pd.Lower), Upper: round2(pd.Upper)})
+	}
+	if len(hist) == 0 {
+		return out, nil
+	}
+	shares := forecast.ChannelShares(hist, horizon, 26)
+	shareOf := map[string][]float64{}
+	for _, sh := range shares {
+		shareOf[sh.Channel] = sh.Shares
+	}
+	for _, cf := range forecast.SplitByChannel(res.Periods, shares) {
+		cs := supplyplan.ChannelProjSeries{Channel: cf.Channel}
+		for i, pd := range cf.Periods {
+			share := 0.0
+			if i < len(shareOf[cf.Channel]) {
+				share = shareOf[cf.Channel][i]
+			}
+			cs.Periods = append(cs.Periods, supplyplan.ChannelProjWeek{WeekStarting: supplyplan.Date(pd.WeekStart), Share: round4(share),
+				Quantity: round2(pd.Quantity), Lower: round2(pd.Lower), Upper: round2(pd.Upper)})
+			cs.Total += pd.Quantity
+		}
+		cs.Total = round2(cs.Total)
+		out.Channels = append(out.Channels, cs)
+	}
+	return out, nil
+}
+
+// LongTerm forecasts months ahead and sums by month or quarter, with intervals that widen.
+func (s *System) LongTerm(ctx context.Context, p supplyplan.Principal, productRef, location string, months int, granularity string, interval float64) (supplyplan.LongTermForecast, error) {
+	fe := supplyplan.FieldErrors{}
+	if months == 0 {
+		months = 18
+	}
+	if months < 1 || months > 36 {
+		fe.Add("horizonMonths", "must be between 1 and 36")
+	}
+	if granularity == "" {
+		granularity = "MONTH"
+	}
+	if granularity != "MONTH" && granularity != "QUARTER" {
+		fe.Add("granularity", "must be MONTH or QUARTER")
+	}
+	if interval == 0 {
+		interval = 0.8
+	}
+	if !slices.Contains([]float64{0.5, 0.8, 0.9, 0.95}, interval) {
+		fe.Add("interval", "must be 0.5, 0.8, 0.9 or 0.95")
+	}
+	if err := fe.Err(); err != nil {
+		return supplyplan.LongTermForecast{}, err
+	}
+	product, _, err := s.resolveSeries(ctx, p.OrgID, productRef, location, "")
+	if err != nil {
+		return supplyplan.LongTermForecast{}, err
+	}
+	now := time.Now().UTC()
+	endMonth := time.Date(now.Year(), now.Month()+time.Month(months)+1, 1, 0, 0, 0, 0, time.UTC)
+	weeks := int(math.Ceil(endMonth.Sub(supplyplan.WeekStart(now)).Hours()/(24*7))) + 1
+	out := supplyplan.LongTermForecast{ProductMasterID: product, LocationID: location, HorizonMonths: months, Granularity: granularity,
+		Interval: interval, Buckets: []supplyplan.LongTermBucket{}, GeneratedAt: supplyplan.Now()}
+	res, ok, err := s.totalSeries(ctx, p.OrgID, product, location, forecast.Options{Horizon: weeks, Interval: interval, Point: forecast.PointMean})
+	if err != nil || !ok {
+		out.Model = "none"
+		return out, err
+	}
+	out.Model = res.Model
+	buckets, err := forecast.Aggregate(res, granularity)
+	if err != nil {
+		return out, err
+	}
+	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	count := 0
+	for _, b := range buckets {
+		if b.Start.Before(first) {
+			continue // the current month's first days are history
+		}
+		if granularity == "MONTH" && count >= months || granularity == "QUARTER" && !b.Start.Before(endMonth) {
+			break
+		}
+		label := b.Start.Format("2006-01")
+		if granularity == "QUARTER" {
+			label = fmt.Sprintf("%d-Q%d", b.Start.Year(), (int(b.Start.Month())-1)/3+1)
+		}
+		out.Buckets = append(out.Buckets, supplyplan.LongTermBucket{Period: label, Start: supplyplan.Date(b.Start), End: supplyplan.Date(b.End),
+			Baseline: round2(b.Baseline), Quantity: round2(b.Quantity), Lower: round2(b.Lower), Upper: round2(b.Upper), Partial: b.Partial})
+		count++
+	}
+	return out, nil
+}
+
+// accPair is one forecast week scored against its actual.
+type accPair struct {
+	key       supplyplan.DemandKey
+	forecast  float64
+	actual    float64
+	scale     float64 // the series' mean absolute week-to-week change before the window
+	hasActual bool
+}
+
+// Accuracy scores stored forecast versions against the actuals that arrived later.
+func (s *System) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyplan.AccuracyQuery) (supplyplan.AccuracyReport, error) {
+	if q.WindowWeeks == 0 {
+		q.WindowWeeks = 13
+	}
+	if q.WindowWeeks < 1 || q.WindowWeeks > 104 {
+		return supplyplan.AccuracyReport{}, supplyplan.Invalid("windowWeeks", "must be between 1 and 104")
+	}
+	product, _, err := s.resolveSeries(ctx, p.OrgID, q.ProductMasterID, q.LocationID, "")
+	if err != nil {
+		return supplyplan.AccuracyReport{}, err
+	}
+	versions, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ForecastVersion, []supplyplan.Record, error) {
+		return st.Versions(), nil, nil
+	})
+	if err != nil {
+		return supplyplan.AccuracyReport{}, err
+	}
+	to := supplyplan.WeekStart(time.Now())
+	from := to.Add(-time.Duration(q.WindowWeeks) * week)
+	rep := supplyplan.AccuracyReport{WindowWeeks: q.WindowWeeks, From: supplyplan.Date(from), To: supplyplan.Date(to.Add(-24 * time.Hour)),
+		ByProduct: []supplyplan.AccuracyMetrics{}, ByLocation: []supplyplan.AccuracyMetrics{}, ByChannel: []supplyplan.AccuracyMetrics{}}
+	if q.Channel != "" && q.Channel != supplyplan.ChannelAll {
+		return rep, nil // versions hold channel totals (ALL) only
+	}
+	// The forecast of record of a (series, week) is the version with the latest information cut-off
+	// (its first week) before that week; ties go to the newest version.
+	type cell struct {
+		key  supplyplan.DemandKey
+		week time.Time
+	}
+	best := map[cell]float64{}
+	bestID := map[cell]string{}
+	bestStart := map[cell]time.Time{}
+	used := map[string]bool{}
+	for _, v := range versions {
+		if q.ScenarioID != "" && v.ScenarioID != q.ScenarioID {
+			continue
+		}
+		for _, vs := range v.Series {
+			if (product != "" && vs.SKU != product) || (q.LocationID != "" && vs.Location != q.LocationID) {
+				continue
+			}
+			for i, qty := range vs.Quantity {
+				w := v.Start.Add(time.Duration(i) * week)
+				if w.Before(from) || !w.Before(to) {
+					continue
+				}
+				c := cell{supplyplan.DemandKey{SKU: vs.SKU, Location: vs.Location, Channel: supplyplan.ChannelAll}, w}
+				if bs, seen := bestStart[c]; !seen || v.Start.After(bs) || (v.Start.Equal(bs) && v.ID > bestID[c]) {
+					best[c], bestID[c], bestStart[c] = qty, v.ID, v.Start
+				}
+			}
+		}
+	}
+	keys := map[supplyplan.DemandKey]bool{}
+	for c, id := range bestID {
+		keys[c.key] = true
+		used[id] = true
+	}
+	rep.Versions = len(used)
+	if len(keys) == 0 {
+		return rep, nil
+	}
+	klist := make([]supplyplan.DemandKey, 0, len(keys))
+	for k := range keys {
+		klist = append(klist, k)
+	}
+	hist, err := s.cfg.Demand.SeriesBatch(ctx, p.OrgID, klist, time.Time{}, to.Add(-time.Nanosecond))
+	if err != nil {
+		return rep, fmt.Errorf("read actuals: %w", err)
+	}
+	actual := map[cell]float64{}
+	scale := map[supplyplan.DemandKey]float64{}
+	for k, weeks := range hist {
+		var diffs, n float64
+		var prev *float64
+		for _, w := range weeks {
+			if w.Week.Before(from) {
+				if prev != nil {
+					diffs += math.Abs(w.Actual - *prev)
+					n++
+				}
+				a := w.Actual
+				prev = &a
+				continue
+			}
+			actual[cell{k, supplyplan.WeekStart(w.Week)}] = w.Actual
+		}
+		if n > 0 {
+			scale[k] = diffs / n
+		}
+	}
+	var pairs []accPair
+	for c, f := range best {
+		a, ok := actual[c]
+		if !ok {
+			continue // no actual recorded for the week yet
+		}
+		pairs = append(pairs, accPair{key: c.key, forecast: f, actual: a, scale: scale[c.key], hasActual: true})
+	}
+	rep.Overall = metrics(pairs, func(accPair) string { return "" })[""]
+	group := func(name func(accPair) string, set func(*supplyplan.AccuracyMetrics, string)) []supplyplan.AccuracyMetrics {
+		m := metrics(pairs, name)
+		out := make([]supplyplan.AccuracyMetrics, 0, len(m))
+		for k, v := range m {
+			set(&v, k)
+			out = append(out, v)
+		}
+		slices.SortFunc(out, func(a, b supplyplan.AccuracyMetrics) int {
+			return cmp.Compare(a.ProductMasterID+"|"+a.LocationID+"|"+a.Channel, b.ProductMasterID+"|"+b.LocationID+"|"+b.Channel)
+		})
+		return out
+	}
+	rep.ByProduct = group(func(p accPair) string { return p.key.SKU }, func(m *supplyplan.AccuracyMetrics, k string) { m.ProductMasterID = k })
+	rep.ByLocation = group(func(p accPair) string { return p.key.Location }, func(m *supplyplan.AccuracyMetrics, k string) { m.LocationID = k })
+	rep.ByChannel = group(func(p accPair) string { return p.key.Channel }, func(m *supplyplan.AccuracyMetrics, k string) { m.Channel = k })
+	return rep, nil
+}
+
+// metrics computes WAPE, MAPE, bias and MASE per group of pairs.
+func metrics(pairs []accPair, groupOf func(accPair) string) map[string]supplyplan.AccuracyMetrics {
+	type acc struct {
+		absErr, err, absAct, fc, act, ape, scale float64
+		n, nAPE, nScale                          int
+	}
+	by := map[string]*acc{}
+	for _, p := range pairs {
+		g := groupOf(p)
+		a := by[g]
+		if a == nil {
+			a = &acc{}
+			by[g] = a
+		}
+		e := p.forecast - p.actual
+		a.absErr += math.Abs(e)
+		a.err += e
+		a.absAct += math.Abs(p.actual)
+		a.fc += p.forecast
+		a.act += p.actual
+		a.n++
+		if p.actual != 0 {
+			a.ape += math.Abs(e) / math.Abs(p.actual)
+			a.nAPE++
+		}
+		if p.scale > 0 {
+			a.scale += p.scale
+			a.nScale++
+		}
+	}
+	out := make(map[string]supplyplan.AccuracyMetrics, len(by))
+	for g, a := range by {
+		m := supplyplan.AccuracyMetrics{Points: a.n, Actual: round2(a.act), Forecast: round2(a.fc)}
+		if a.absAct > 0 {
+			w, b := round4(a.absErr/a.absAct), round4(a.err/a.absAct)
+			m.WAPE, m.Bias = &w, &b
+		}
+		if a.nAPE > 0 {
+			v := round4(a.ape / float64(a.nAPE))
+			m.MAPE = &v
+		}
+		if a.nScale > 0 && a.scale > 0 {
+			v := round4((a.absErr / float64(a.n)) / (a.scale / float64(a.nScale)))
+			m.MASE = &v
+		}
+		out[g] = m
+	}
+	return out
+}
+
+// maxLiftSeries bounds the series an event's lift report reads.
+const maxLiftSeries = 500
+
+// EventLift compares an event's planned and realised lift over the series it applies to.
+func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID string) (supplyplan.EventLiftReport, error) {
+	ev, err := s.GetEvent(ctx, p, eventID)
+	if err != nil {
+		return supplyplan.EventLiftReport{}, err
+	}
+	rep := supplyplan.EventLiftReport{EventID: ev.ID, Type: string(ev.Type), Weeks: []supplyplan.EventLiftWeek{}}
+	keys, err := s.fc.seriesKeys(ctx, p.OrgID, ev.ProductMasterID, ev.LocationID, supplyplan.ChannelAll)
+	if err != nil {
+		return rep, err
+	}
+	if len(keys) > maxLiftSeries {
+		keys = keys[:maxLiftSeries]
+	}
+	rep.SeriesCount = len(keys)
+	ix, evV, dv, err := s.fc.index(ctx, p.OrgID)
+	if err != nil {
+		return rep, err
+	}
+	start := supplyplan.WeekStart(ev.StartsAt)
+	// Lifts learned on the history before the event, for a clean comparison.
+	lifts, err := s.fc.liftModel(ctx, p.OrgID, start, ix, evV, dv)
+	if err != nil {
+		return rep, err
+	}
+	occ := forecast.FromExternalEvent(ev)
+	if ev.Value != nil && ev.Value.LiftPct != nil {
+		v := *ev.Value.LiftPct
+		rep.PlannedLiftPct = &v
+	} else {
+		rep.Learned = true
+	}
+	thisWeek := supplyplan.WeekStart(time.Now())
+	if !start.Before(thisWeek) {
+		rep.Status = "PENDING"
+		if rep.Learned && len(keys) > 0 && lifts != nil {
+			est := lifts.Estimate(&occ, seriesKey(keys[0]))
+			v := round4(est.LiftPct)
+			rep.PlannedLiftPct = &v
+		}
+		return rep, nil
+	}
+	hist, err := s.cfg.Demand.SeriesBatch(ctx, p.OrgID, keys, time.Time{}, thisWeek.Add(-time.Nanosecond))
+	if err != nil {
+		return rep, fmt.Errorf("read history: %w", err)
+	}
+	byWeek := map[time.Time]*supplyplan.EventLiftWeek{}
+	var base, planned, actual, plannedLift, nLift float64
+	for _, k := range keys {
+		weeks := hist[k]
+		if len(weeks) == 0 {
+			continue
+		}
+		series := forecast.FromWeekValues(seriesKey(k), weeks)
+		lr, err := forecast.RealisedLift(series, ev.ID, ix.forSeries(k.SKU, k.Location), lifts, forecast.Options{Point: forecast.PointMean})
+		if err != nil {
+			if c := supplyplan.ErrorCode(err); c == supplyplan.ENOTFOUND || c == supplyplan.EVALIDATION {
+				continue
+			}
+			return rep, err
+		}
+		plannedLift += lr.PlannedLiftPct
+		nLift++
+		for _, w := range lr.Weeks {
+			x := byWeek[w.WeekStart]
+			if x == nil {
+				x = &supplyplan.EventLiftWeek{WeekStarting: supplyplan.Date(w.WeekStart)}
+				byWeek[w.WeekStart] = x
+			}
+			x.Base += w.Base
+			x.Planned += w.Planned
+			a := w.Actual
+			if x.Actual != nil {
+				a += *x.Actual
+			}
+			x.Actual = &a
+			base += w.Base
+			planned += w.Planned
+			actual += w.Actual
+		}
+	}
+	if nLift > 0 && rep.Learned {
+		v := round4(plannedLift / nLift)
+		rep.PlannedLiftPct = &v
+	}
+	for _, w := range byWeek {
+		w.Base, w.Planned = round2(w.Base), round2(w.Planned)
+		if w.Actual != nil {
+			a := round2(*w.Actual)
+			w.Actual = &a
+		}
+		rep.Weeks = append(rep.Weeks, *w)
+	}
+	slices.SortFunc(rep.Weeks, func(a, b supplyplan.EventLiftWeek) int {
+		return time.Time(a.WeekStarting).Compare(time.Time(b.WeekStarting))
+	})
+	if base > 0 {
+		pe, re := round4(planned/base-1), round4(actual/base-1)
+		rep.PlannedEffectPct, rep.RealisedLiftPct = &pe, &re
+	}
+	switch {
+	case len(rep.Weeks) == 0:
+		rep.Status = "PENDING"
+	case supplyplan.WeekStart(ev.EndsAt.Add(-time.Nanosecond)).Before(thisWeek):
+		rep.Status = "COMPLETE"
+	default:
+		rep.Status = "PARTIAL"
+	}
+	return rep, nil
+}
+
+var _ supplyplan.ForecastService = (*System)(nil)

@@ -1,0 +1,494 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/analytics/forecast"
+)
+
+// scenarioView is what applying a scenario needs from the tenant.
+type scenarioView struct {
+	scenario   *supplyplan.Scenario
+	categories map[string]string // product id -> category id
+}
+
+// resolveSeries checks the product and location of a query and loads the scenario.
+func (s *System) resolveSeries(ctx context.Context, org, productRef, location, scenarioID string) (string, scenarioView, error) {
+	type resolved struct {
+		product string
+		view    scenarioView
+	}
+	r, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
+		var out resolved
+		fe := supplyplan.FieldErrors{}
+		if productRef != "" {
+			if p, ok := st.ProductBySKU(productRef); ok {
+				out.product = p.ID
+			} else {
+				fe.Add("productMasterId", "unknown product %q", productRef)
+			}
+		}
+		if location != "" {
+			if _, ok := st.Locations[location]; !ok {
+				fe.Add("locationId", "unknown location %q", location)
+			}
+		}
+		if scenarioID != "" {
+			sc, ok := st.Scenarios[scenarioID]
+			if !ok {
+				return out, nil, supplyplan.NotFound("Scenario")
+			}
+			c := *sc
+			out.view.scenario = &c
+			if len(c.Assumptions.CategoryAdjustments) > 0 {
+				out.view.categories = make(map[string]string, len(st.Products))
+				for id, p := range st.Products {
+					out.view.categories[id] = p.CategoryID
+				}
+			}
+		}
+		return out, nil, fe.Err()
+	})
+	return r.product, r.view, err
+}
+
+// forecastOptions validates the API's query options.
+func forecastOptions(q supplyplan.ForecastQuery) (forecast.Options, error) {
+	fe := supplyplan.FieldErrors{}
+	if q.HorizonWeeks == 0 {
+		q.HorizonWeeks = supplyplan.DefaultHorizonWeeks
+	}
+	if q.HorizonWeeks < 1 || q.HorizonWeeks > supplyplan.MaxHorizonWeeks {
+		fe.Add("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
+	}
+	if q.Interval == 0 {
+		q.Interval = 0.8
+	}
+	if !slices.Contains([]float64{0.5, 0.8, 0.9, 0.95}, q.Interval) {
+		fe.Add("interval", "must be 0.5, 0.8, 0.9 or 0.95")
+	}
+	if q.Model == "" {
+		q.Model = forecast.ModelAuto
+	}
+	if q.Model != forecast.ModelAuto && !slices.Contains(forecast.Models(), q.Model) {
+		fe.Add("model", "must be auto or one of %v", forecast.Models())
+	}
+	if q.Point == "" {
+		q.Point = forecast.PointMedian
+	}
+	if !slices.Contains([]string{forecast.PointMedian, forecast.PointMean, forecast.PointMAPE}, q.Point) {
+		fe.Add("point", "must be median, mean or mape")
+	}
+	return forecast.Options{Horizon: q.HorizonWeeks, Interval: q.Interval, Model: q.Model, Point: q.Point}, fe.Err()
+}
+
+// Forecast answers GET /api/forecast: one series, or every series of the tenant (paginated).
+func (s *System) Forecast(ctx context.Context, p supplyplan.Principal, q supplyplan.ForecastQuery) (supplyplan.ForecastResponse, error) {
+	opt, err := forecastOptions(q)
+	if err != nil {
+		return supplyplan.ForecastResponse{}, err
+	}
+	if q.Channel == "" {
+		q.Channel = supplyplan.ChannelAll
+	}
+	if q.Limit <= 0 {
+		q.Limit = supplyplan.DefaultPageLimit
+	}
+	product, view, err := s.resolveSeries(ctx, p.OrgID, q.ProductMasterID, q.LocationID, q.ScenarioID)
+	if err != nil {
+		return supplyplan.ForecastResponse{}, err
+	}
+	var keys []supplyplan.DemandKey
+	total := 1
+	if product != "" && q.LocationID != "" {
+		keys = []supplyplan.DemandKey{{SKU: product, Location: q.LocationID, Channel: q.Channel}}
+	} else {
+		all, err := s.fc.seriesKeys(ctx, p.OrgID, product, q.LocationID, q.Channel)
+		if err != nil {
+			return supplyplan.ForecastResponse{}, err
+		}
+		total = len(all)
+		if q.Offset < len(all) {
+			keys = all[q.Offset:min(q.Offset+q.Limit, len(all))]
+		}
+	}
+	res, ix, err := s.fc.run(ctx, p.OrgID, keys, opt, q.AsOf)
+	if err != nil {
+		return supplyplan.ForecastResponse{}, err
+	}
+	asOf := q.AsOf
+	if asOf.IsZero() {
+		asOf = time.Now()
+	}
+	out := supplyplan.ForecastResponse{Forecasts: make([]supplyplan.SeriesForecastView, 0, len(keys)), HorizonWeeks: opt.Horizon,
+		Interval: opt.Interval, ScenarioID: q.ScenarioID, GeneratedAt: supplyplan.Now(), Total: total, Limit: q.Limit, Offset: q.Offset}
+	if !q.AsOf.IsZero() {
+		d := supplyplan.Date(supplyplan.WeekStart(q.AsOf))
+		out.AsOf = &d
+	}
+	for i, k := range keys {
+		chFactor, err := s.channelFactor(ctx, p.OrgID, k, view.scenario)
+		if err != nil {
+			return out, err
+		}
+		out.Forecasts = append(out.Forecasts, seriesView(k, res[i], view, ix, chFactor, opt.Horizon, asOf))
+	}
+	return out, nil
+}
+
+// channelFactor is the scenario's channel lift for a series: the channel's own lift, or for ALL
+// the lifts weighted by the channels' shares of the last 26 weeks of demand.
+func (s *System) channelFactor(ctx context.Context, org string, k supplyplan.DemandKey, sc *supplyplan.Scenario) (float64, error) {
+	if sc == nil || len(sc.Assumptions.ChannelAdjustments) == 0 {
+		return 1, nil
+	}
+	adj := map[string]float64{}
+	for _, a := range sc.Assumptions.ChannelAdjustments {
+		adj[a.ChannelID] = a.LiftPct
+	}
+	if k.Channel != supplyplan.ChannelAll {
+		return 1 + adj[k.Channel], nil
+	}
+	from := supplyplan.WeekStart(time.Now()).Add(-26 * week)
+	groups, err := s.cfg.Demand.Aggregate(ctx, org, supplyplan.DemandQuery{SKUs: []string{k.SKU}, Locations: []string{k.Location},
+		From: from, GroupBy: []string{"channel"}})
+	if err != nil {
+		return 1, fmt.Errorf("channel mix: %w", err)
+	}
+	var total, lifted float64
+	for _, g := range groups {
+		total += g.Actual
+		lifted += g.Actual * (1 + adj[g.Channel])
+	}
+	if total <= 0 {
+		return 1, nil
+	}
+	return lifted / total, nil
+}
+
+// seriesView renders one series' forecast with the scenario applied, in the documented order:
+// baseline -> events (those the scenario includes) -> category lift -> channel lift -> global lift.
+func seriesView(k supplyplan.DemandKey, r seriesResult, view scenarioView, ix *eventIndex, chFactor float64, horizon int, asOf time.Time) supplyplan.SeriesForecastView {
+	v := supplyplan.SeriesForecastView{ProductMasterID: k.SKU, LocationID: k.Location, Channel: k.Channel, HistoryWeeks: r.HistoryWeeks}
+	if r.NoHistory {
+		v.Model = "none"
+		start := supplyplan.WeekStart(asOf)
+		for i := 0; i < horizon; i++ {
+			v.Periods = append(v.Periods, supplyplan.ForecastPeriod{WeekStarting: supplyplan.Date(start.Add(time.Duration(i) * week)), Events: []supplyplan.PeriodEvent{}})
+		}
+		return v
+	}
+	res := r.Result
+	v.Model, v.Class = res.Model, string(res.Class.Class)
+	a := res.Accuracy
+	v.Accuracy = supplyplan.ForecastAccuracy{WAPE: a.WAPE, MASE: a.MASE, Bias: a.Bias, SMAPE: a.SMAPE, MAPE: a.MAPE, Window: a.Window, Points: a.Points}
+	sc := view.scenario
+	factor := chFactor
+	var included map[string]bool
+	if sc != nil {
+		as := sc.Assumptions
+		if as.IncludedEventIDs != nil {
+			included = make(map[string]bool, len(as.IncludedEventIDs))
+			for _, id := range as.IncludedEventIDs {
+				included[id] = true
+			}
+		}
+		if cat := view.categories[k.SKU]; cat != "" {
+			for _, c := range as.CategoryAdjustments {
+				if c.CategoryID == cat {
+					factor *= 1 + c.LiftPct
+				}
+			}
+		}
+		if as.GlobalLiftPct != nil {
+			factor *= 1 + *as.GlobalLiftPct
+		}
+	}
+	for _, pd := range res.Periods {
+		period := supplyplan.ForecastPeriod{WeekStarting: supplyplan.Date(pd.WeekStart), Baseline: round2(pd.Baseline),
+			Events: make([]supplyplan.PeriodEvent, 0, len(pd.Events))}
+		mult := pd.Multiplier
+		if included != nil {
+			mult = stackedMultiplier(pd.Events, included, ix)
+		}
+		scale := factor
+		if pd.Multiplier > 0 {
+			scale *= mult / pd.Multiplier
+		}
+		period.Quantity = round2(pd.Quantity * scale)
+		period.Lower = round2(pd.Lower * scale)
+		period.Upper = round2(pd.Upper * scale)
+		for _, e := range pd.Events {
+			period.Events = append(period.Events, supplyplan.PeriodEvent{ID: e.ID, Type: e.Type, Mechanic: e.Mechanic,
+				LiftPct: round4(e.LiftPct), Weight: round4(e.Weight), Learned: e.Learned, Level: e.Level,
+				Included: included == nil || included[e.ID]})
+		}
+		v.Periods = append(v.Periods, period)
+	}
+	return v
+}
+
+// stackedMultiplier recomputes a week's event multiplier from the included events only, with the
+// engine's stacking rule: (1 + Σ additive w·lift) × Π (1 + w·lift), floored at 0.01.
+func stackedMultiplier(events []forecast.AppliedEvent, included map[string]bool, ix *eventIndex) float64 {
+	add, mul := 0.0, 1.0
+	for _, e := range events {
+		if !included[e.ID] {
+			continue
+		}
+		if ev, ok := ix.byID[e.ID]; ok && ev.Stacking() == supplyplan.StackAdditive {
+			add += e.Weight * e.LiftPct
+		} else {
+			mul *= 1 + e.Weight*e.LiftPct
+		}
+	}
+	return math.Max((1+add)*mul, 0.01)
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+func round4(v float64) float64 { return math.Round(v*10000) / 10000 }
+
+// scenarioTotals forecasts every matching series under a scenario and sums them by week.
+func (s *System) scenarioTotals(ctx context.Context, org string, sc *supplyplan.Scenario, productRefs, locations []string, horizon int, asOf time.Time) ([]supplyplan.WeekTotal, []supplyplan.VersionSeries, error) {
+	type resolved struct {
+		products []string
+		view     scenarioView
+	}
+	r, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
+		var out resolved
+		fe := supplyplan.FieldErrors{}
+		for _, ref := range productRefs {
+			if p, ok := st.ProductBySKU(ref); ok {
+				out.products = append(out.products, p.ID)
+			} else {
+				fe.Add("productMasterIds", "unknown product %q", ref)
+			}
+		}
+		for _, l := range locations {
+			if _, ok := st.Locations[l]; !ok {
+				fe.Add("locationIds", "unknown location %q", l)
+			}
+		}
+		out.view.scenario = sc
+		out.view.categories = make(map[string]string, len(st.Products))
+		for id, p := range st.Products {
+			out.view.categories[id] = p.CategoryID
+		}
+		return out, nil, fe.Err()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	all, err := s.fc.seriesKeys(ctx, org, "", "", supplyplan.ChannelAll)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := all[:0:0]
+	for _, k := range all {
+		if (len(r.products) == 0 || slices.Contains(r.products, k.SKU)) && (len(locations) == 0 || slices.Contains(locations, k.Location)) {
+			keys = append(keys, k)
+		}
+	}
+	opt := forecast.Options{Horizon: horizon, Point: forecast.PointMean}
+	if asOf.IsZero() {
+		asOf = time.Now()
+	}
+	res, ix, err := s.fc.run(ctx, org, keys, opt, asOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	weekly := make([]supplyplan.WeekTotal, horizon)
+	start := supplyplan.WeekStart(asOf)
+	for i := range weekly {
+		weekly[i].WeekStarting = supplyplan.Date(start.Add(time.Duration(i) * week))
+	}
+	series := make([]supplyplan.VersionSeries, 0, len(keys))
+	for i, k := range keys {
+		if res[i].NoHistory {
+			continue
+		}
+		chFactor, err := s.channelFactor(ctx, org, k, sc)
+		if err != nil {
+			return nil, nil, err
+		}
+		v := seriesView(k, res[i], r.view, ix, chFactor, horizon, asOf)
+		vs := supplyplan.VersionSeries{SKU: k.SKU, Location: k.Location}
+		for w, pd := range v.Periods {
+			if w >= horizon {
+				break
+			}
+			weekly[w].Quantity += pd.Quantity
+			weekly[w].Baseline += pd.Baseline
+			weekly[w].Lower += pd.Lower
+			weekly[w].Upper += pd.Upper
+			vs.Quantity = append(vs.Quantity, pd.Quantity)
+			vs.Baseline = append(vs.Baseline, pd.Baseline)
+		}
+		series = append(series, vs)
+	}
+	for i := range weekly {
+		weekly[i].Quantity, weekly[i].Baseline = round2(weekly[i].Quantity), round2(weekly[i].Baseline)
+		weekly[i].Lower, weekly[i].Upper = round2(weekly[i].Lower), round2(weekly[i].Upper)
+	}
+	return weekly, series, nil
+}
+
+func sumWeekly(w []supplyplan.WeekTotal) (q, b float64) {
+	for _, x := range w {
+		q += x.Quantity
+		b += x.Baseline
+	}
+	return round2(q), round2(b)
+}
+
+// GenerateScenario computes and stores the scenario's forecast version and returns its totals.
+func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.GenerateScenarioInput) (supplyplan.GenerateScenarioResult, error) {
+	horizon := supplyplan.DefaultHorizonWeeks
+	if in.HorizonWeeks != nil {
+		horizon = *in.HorizonWeeks
+		if horizon < 1 || horizon > supplyplan.MaxHorizonWeeks {
+			return supplyplan.GenerateScenarioResult{}, supplyplan.Invalid("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
+		}
+	}
+	var products, locations []string
+	if in.ProductMasterIDs != nil {
+		products = *in.ProductMasterIDs
+	}
+	if in.LocationIDs != nil {
+		locations = *in.LocationIDs
+	}
+	var asOf time.Time
+	if in.AsOf != nil {
+		t, ok := supplyplan.ParseTime(*in.AsOf)
+		if !ok || t.After(time.Now()) {
+			return supplyplan.GenerateScenarioResult{}, supplyplan.Invalid("asOf", "must be an ISO date not in the future")
+		}
+		asOf = t
+	}
+	sc, err := s.GetScenario(ctx, p, id)
+	if err != nil {
+		return supplyplan.GenerateScenarioResult{}, err
+	}
+	if sc.Status == supplyplan.ScenarioArchived {
+		return supplyplan.GenerateScenarioResult{}, supplyplan.Conflict("Scenario is archived and cannot be generated")
+	}
+	weekly, series, err := s.scenarioTotals(ctx, p.OrgID, &sc, products, locations, horizon, asOf)
+	if err != nil {
+		return supplyplan.GenerateScenarioResult{}, err
+	}
+	total, base := sumWeekly(weekly)
+	now := supplyplan.Now()
+	start := now
+	if !asOf.IsZero() {
+		start = asOf
+	}
+	v := supplyplan.ForecastVersion{ID: supplyplan.NewID("fv"), ScenarioID: id, GeneratedAt: now, GeneratedBy: p.Actor(),
+		Start: supplyplan.WeekStart(start), HorizonWeeks: horizon, TotalQuantity: total, TotalBaseline: base, Weekly: weekly, Series: series}
+	out, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.GenerateScenarioResult, []supplyplan.Record, error) {
+		cur, ok := st.Scenarios[id]
+		if !ok {
+			return supplyplan.GenerateScenarioResult{}, nil, supplyplan.NotFound("Scenario")
+		}
+		if cur.Status == supplyplan.ScenarioArchived {
+			return supplyplan.GenerateScenarioResult{}, nil, supplyplan.Conflict("Scenario is archived and cannot be generated")
+		}
+		res := supplyplan.GenerateScenarioResult{Success: true, ScenarioID: id, VersionID: v.ID, GeneratedAt: now, HorizonWeeks: horizon,
+			SeriesCount: len(series), TotalQuantity: total, TotalBaseline: base, Weekly: weekly, Status: string(cur.Status)}
+		var prev *float64
+		if pv, ok := st.LatestVersion(id); ok {
+			t := pv.TotalQuantity
+			prev = &t
+		}
+		next := total
+		res.PreviousTotal = prev
+		ch := supplyplan.NewChange(supplyplan.ChangeGenerate, p.Actor(), fmt.Sprintf("generated %d weeks over %d series", horizon, len(series)), prev, &next, now)
+		ch.ScenarioID, ch.HorizonWeeks, ch.SeriesCount = id, horizon, len(series)
+		if len(products) == 1 {
+			ch.ProductMasterID = products[0]
+		}
+		if len(locations) == 1 {
+			ch.LocationID = locations[0]
+		}
+		res.Delta = ch.Delta
+		recs := append(st.AddForecastVersion(v), st.AddChange(ch)...)
+		return res, recs, nil
+	})
+	return out, err
+}
+
+// CompareScenarios forecasts 2 to 10 scenarios over the same series and compares them with the first.
+func (s *System) CompareScenarios(ctx context.Context, p supplyplan.Principal, in supplyplan.CompareInput) (supplyplan.CompareResult, error) {
+	fe := supplyplan.FieldErrors{}
+	if in.ScenarioIDs == nil || len(*in.ScenarioIDs) < 2 || len(*in.ScenarioIDs) > 10 {
+		fe.Add("scenarioIds", "must list 2 to 10 scenario ids")
+	}
+	horizon := supplyplan.DefaultHorizonWeeks
+	if in.HorizonWeeks != nil {
+		horizon = *in.HorizonWeeks
+		if horizon < 1 || horizon > supplyplan.MaxHorizonWeeks {
+			fe.Add("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
+		}
+	}
+	if err := fe.Err(); err != nil {
+		return supplyplan.CompareResult{}, err
+	}
+	var products, locations []string
+	if in.ProductMasterID != nil && *in.ProductMasterID != "" {
+		products = []string{*in.ProductMasterID}
+	}
+	if in.LocationID != nil && *in.LocationID != "" {
+		locations = []string{*in.LocationID}
+	}
+	out := supplyplan.CompareResult{HorizonWeeks: horizon, GeneratedAt: supplyplan.Now()}
+	for i, id := range *in.ScenarioIDs {
+		sc, err := s.GetScenario(ctx, p, id)
+		if err != nil {
+			if supplyplan.ErrorCode(err) == supplyplan.ENOTFOUND {
+				return out, supplyplan.Invalid("scenarioIds", "unknown scenario %q", id)
+			}
+			return out, err
+		}
+		weekly, series, err := s.scenarioTotals(ctx, p.OrgID, &sc, products, locations, horizon, time.Time{})
+		if err != nil {
+			return out, err
+		}
+		total, base := sumWeekly(weekly)
+		c := supplyplan.ScenarioComparison{ScenarioID: id, Name: sc.Name, Type: string(sc.Type), Status: string(sc.Status),
+			TotalQuantity: total, TotalBaseline: base, Weekly: weekly, WeeklyDeltaVsFirst: make([]float64, len(weekly))}
+		if i > 0 {
+			first := out.Scenarios[0]
+			c.DeltaVsFirst = round2(total - first.TotalQuantity)
+			if first.TotalQuantity != 0 {
+				pct := round4(c.DeltaVsFirst / first.TotalQuantity)
+				c.DeltaPctVsFirst = &pct
+			}
+			for w := range weekly {
+				c.WeeklyDeltaVsFirst[w] = round2(weekly[w].Quantity - first.Weekly[w].Quantity)
+			}
+		} else {
+			zero := 0.0
+			c.DeltaPctVsFirst = &zero
+		}
+		out.SeriesCount = len(series)
+		out.Scenarios = append(out.Scenarios, c)
+	}
+	return out, nil
+}
+
+// ChangeHistory lists forecast changes.
+func (s *System) ChangeHistory(ctx context.Context, p supplyplan.Principal, f supplyplan.ChangeFilter) ([]supplyplan.ChangeEntry, int, error) {
+	type page struct {
+		items []supplyplan.ChangeEntry
+		total int
+	}
+	r, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (page, []supplyplan.Record, error) {
+		items, total := st.ListChanges(f)
+		return page{items, total}, nil, nil
+	})
+	return r.items, r.total, err
+}
