@@ -190,10 +190,7 @@ func checkAvailability(c *toolCall) (any, string, error) {
 	if len(in.LocationIDs) > 50 {
 		return nil, "", Invalid("locationIds", "must have at most 50 items")
 	}
-	// An unknown product is a NOT_FOUND, not an empty stock picture.
-	if _, err := c.deps.Catalog.GetProduct(c.ctx, c.access.Principal, in.ProductID); err != nil {
-		return nil, "", err
-	}
+	// CatalogService.Availability answers NOT_FOUND for an unknown product or location.
 	av, err := c.deps.Catalog.Availability(c.ctx, c.access.Principal, in.ProductID, in.LocationIDs)
 	if err != nil {
 		return nil, "", err

@@ -110,7 +110,12 @@ func (c *Catalog) ListInventory(_ context.Context, _ supplyplan.Principal, f sup
 }
 
 // Availability implements supplyplan.CatalogService: ATP is available plus inbound.
-func (c *Catalog) Availability(_ context.Context, _ supplyplan.Principal, sku string, locationIDs []string) ([]supplyplan.Availability, error) {
+func (c *Catalog) Availability(ctx context.Context, p supplyplan.Principal, ref string, locationIDs []string) ([]supplyplan.Availability, error) {
+	prod, err := c.GetProduct(ctx, p, ref) // like the real one: unknown products are NOT_FOUND
+	if err != nil {
+		return nil, err
+	}
+	sku := prod.ID
 	out := []supplyplan.Availability{}
 	for _, l := range c.Levels {
 		if l.SKU != sku || (len(locationIDs) > 0 && !slices.Contains(locationIDs, l.LocationID)) {
