@@ -370,8 +370,8 @@ func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools 
 			return outcome{0, errorBody(id, jsonrpc2.CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch", nil)}
 		}
 	}
-	call.rawID = id
-	body, err := h.dispatchOne(ctx, call, raw, id)
+	call.rawID, call.params = id, env.Params
+	body, err := h.dispatchOne(ctx, call, stubMessage(id, method), id)
 	if err != nil {
 		h.log.Error("mcp dispatch failed", "method", method, "err", err)
 		return outcome{500, errorBody(id, jsonrpc2.CodeInternalError, "Internal error", nil)}
@@ -509,7 +509,8 @@ type callInfo struct {
 	version string
 	modern  bool
 
-	rawID []byte // the client's id, echoed byte for byte
+	rawID  []byte          // the client's id, echoed byte for byte
+	params json.RawMessage // the request's params, exactly as received
 
 	mu     sync.Mutex
 	result []byte // the framed response without its closing brace, set when the handler succeeded
@@ -562,6 +563,19 @@ func (s *oneShotStream) Close() error { return nil }
 type discardLogger struct{}
 
 func (discardLogger) Printf(string, ...any) {}
+
+// stubMessage is the request jsonrpc2 reads: id and method only. The params travel in callInfo,
+// exactly as received: jsonrpc2's Request decoder would decode the whole message three more times
+// and re-encode params through a map (reordered keys, escaped HTML).
+func stubMessage(id []byte, method string) []byte {
+	m, _ := json.Marshal(method)
+	b := make([]byte, 0, len(id)+len(m)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"method":`...)
+	b = append(b, m...)
+	return append(b, '}')
+}
 
 // dispatchOne runs one request through a fresh jsonrpc2.Conn and returns the response with the
 // client's exact id bytes.
@@ -655,9 +669,9 @@ func (h *Handler) dispatch(ctx context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Re
 
 // method runs one MCP method.
 func (h *Handler) method(ctx context.Context, call *callInfo, r *jsonrpc2.Request) (any, error) {
-	var params json.RawMessage
-	if r.Params != nil {
-		params = *r.Params
+	params := call.params
+	if string(params) == "null" {
+		params = nil
 	}
 	switch r.Method {
 	case "initialize":

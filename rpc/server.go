@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,10 @@ func (h *Handler) NetHTTP(resolve func(r *http.Request) func(context.Context) (s
 		resp := h.HandleMCP(ctx, supplyplan.MCPRequest{Method: r.Method, Header: r.Header.Get, Body: body, Resolve: resolve(r)})
 		for _, kv := range resp.Header {
 			w.Header().Add(kv[0], kv[1])
+		}
+		if resp.Status != http.StatusAccepted && resp.Status != http.StatusNoContent {
+			// Without it net/http sends any body over 2 KiB chunked, in several writes.
+			w.Header().Set("Content-Length", strconv.Itoa(len(resp.Body)))
 		}
 		w.WriteHeader(resp.Status)
 		if len(resp.Body) > 0 {

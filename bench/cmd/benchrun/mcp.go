@@ -88,7 +88,7 @@ func benchMCP(_ context.Context, e *env) (section, error) {
 			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"check_availability","arguments":{"productId":"SKU-042"}}}`, mcpHeaders(creds.Keys["demoTool"]), false},
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d keep-alive connections, %s measured after 1 s warm-up per phase; service and bare handler each in their own process, load generator in a third. MCP 2025-11-25 over HTTP, JSON-RPC through sourcegraph/jsonrpc2 (one Conn per message), key checked on every request; registry on net/http, tool service on fasthttp answering from the tenant actor.\n\n", e.concurrency, e.duration)
+	fmt.Fprintf(&b, "%d keep-alive connections, %s measured after 1 s warm-up per phase, two interleaved rounds per pair, best of each; service and bare handler each in their own process, load generator in a third. MCP 2025-11-25 over HTTP, JSON-RPC through sourcegraph/jsonrpc2 (one Conn per message), key checked on every request; registry on net/http, tool service on fasthttp answering from the tenant actor.\n\n", e.concurrency, e.duration)
 	b.WriteString("| endpoint | requests/s | p50 | p99 | errors |\n|---|---|---|---|---|\n")
 	var verdicts []string
 	for _, sc := range scenarios {
@@ -103,17 +103,30 @@ func benchMCP(_ context.Context, e *env) (section, error) {
 		reqBody := []byte(sc.body)
 		spec := loadSpec{Method: "POST", Headers: sc.headers, Body: func(int, int) []byte { return reqBody }, WantStatus: 200,
 			Concurrency: e.concurrency, Warmup: time.Second, Duration: e.duration}
-		spec.URL = bare.URL + "/mcp"
-		rb, err := runLoad(spec)
+		// Two interleaved rounds (bare, service, bare, service), best of each: other work on a shared
+		// machine comes and goes, and a single pair measured minutes apart can be far off.
+		var rb, r loadResult
+		for range 2 {
+			spec.URL = bare.URL + "/mcp"
+			x, err := runLoad(spec)
+			if err != nil {
+				bare.Stop()
+				return section{}, fmt.Errorf("bare %s: %w", sc.name, err)
+			}
+			spec.URL = sc.url
+			y, err := runLoad(spec)
+			if err != nil {
+				bare.Stop()
+				return section{}, fmt.Errorf("%s: %w", sc.name, err)
+			}
+			if x.RPS > rb.RPS {
+				rb = x
+			}
+			if y.RPS > r.RPS {
+				r = y
+			}
+		}
 		bare.Stop()
-		if err != nil {
-			return section{}, fmt.Errorf("bare %s: %w", sc.name, err)
-		}
-		spec.URL = sc.url
-		r, err := runLoad(spec)
-		if err != nil {
-			return section{}, fmt.Errorf("%s: %w", sc.name, err)
-		}
 		b.WriteString(rb.row(fmt.Sprintf("bare fasthttp handler, same %d bytes", len(body))) + "\n")
 		b.WriteString(r.row(sc.name) + "\n")
 		ratio := r.RPS / rb.RPS
