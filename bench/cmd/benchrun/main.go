@@ -58,6 +58,10 @@ func main() {
 		bare(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "barenet" {
+		bareNetHTTP(os.Args[2:])
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "load" {
 		load(os.Args[2:])
 		return

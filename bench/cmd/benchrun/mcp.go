@@ -1,9 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -100,6 +108,13 @@ func benchMCP(_ context.Context, e *env) (section, error) {
 		if err != nil {
 			return section{}, err
 		}
+		var bareNet *service // the registry runs on net/http: its own ceiling, for context
+		if sc.url == reg {
+			if bareNet, err = startBareNet(e, body); err != nil {
+				bare.Stop()
+				return section{}, err
+			}
+		}
 		reqBody := []byte(sc.body)
 		spec := loadSpec{Method: "POST", Headers: sc.headers, Body: func(int, int) []byte { return reqBody }, WantStatus: 200,
 			Concurrency: e.concurrency, Warmup: time.Second, Duration: e.duration}
@@ -128,6 +143,15 @@ func benchMCP(_ context.Context, e *env) (section, error) {
 		}
 		bare.Stop()
 		b.WriteString(rb.row(fmt.Sprintf("bare fasthttp handler, same %d bytes", len(body))) + "\n")
+		if bareNet != nil {
+			spec.URL = bareNet.URL + "/mcp"
+			rn, err := runLoad(spec)
+			bareNet.Stop()
+			if err != nil {
+				return section{}, fmt.Errorf("bare net/http %s: %w", sc.name, err)
+			}
+			b.WriteString(rn.row(fmt.Sprintf("bare net/http handler, same %d bytes (%.0f%% of bare fasthttp)", len(body), 100*rn.RPS/rb.RPS)) + "\n")
+		}
 		b.WriteString(r.row(sc.name) + "\n")
 		ratio := r.RPS / rb.RPS
 		if sc.target {
@@ -174,4 +198,47 @@ func importAndWait(base string, headers map[string]string, kind, body string) er
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("import %s did not finish", kind)
+}
+
+// bareNetHTTP serves fixed bytes from a plain net/http handler (the registry's server library).
+func bareNetHTTP(args []string) {
+	fs := flag.NewFlagSet("barenet", flag.ExitOnError)
+	bodyFile := fs.String("body", "", "file holding the response body")
+	_ = fs.Parse(args)
+	body, err := os.ReadFile(*bodyFile)
+	must(err)
+	ln, err := listen()
+	must(err)
+	fmt.Printf("listening bare http://%s\n", ln.Addr())
+	must(http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+	})))
+}
+
+// startBareNet starts bareNetHTTP in its own process.
+func startBareNet(e *env, body []byte) (*service, error) {
+	f := filepath.Join(e.tmp, fmt.Sprintf("barenet-%d.json", time.Now().UnixNano()))
+	if err := os.WriteFile(f, body, 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(e.self, "barenet", "-body", f)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "listening bare "); ok {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return &service{cmd: cmd, URL: rest}, nil
+		}
+	}
+	_ = cmd.Process.Kill()
+	return nil, fmt.Errorf("bare net/http server did not start")
 }
