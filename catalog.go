@@ -177,3 +177,9 @@ type CatalogService interface {
 type DemandReader interface {
 	DemandHistory(ctx context.Context, p Principal, key DemandKey, from, to time.Time) ([]WeekValue, error)
 }
+
+// SignalPublisher takes demand signals into the same path as the Kafka stream and answers once each
+// is durable, with one outcome per signal.
+type SignalPublisher interface {
+	Publish(ctx context.Context, signals []DemandSignal) ([]SignalOutcome, error)
+}

@@ -44,6 +44,7 @@ type System struct {
 	imports     *importManager
 	fc          *forecaster
 	changes     *changeRecorder
+	signals     signalLocks
 	stop        chan struct{}
 	background  sync.WaitGroup
 

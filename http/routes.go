@@ -61,6 +61,7 @@ func (s *Server) routes() {
 	rt.handle("GET", "/api/locations", s.tenant(read, nil, s.listLocations))
 	rt.handle("GET", "/api/inventory/levels", s.tenant(read, nil, s.listInventory))
 	rt.handle("GET", "/api/demand/history", s.tenant(read, nil, s.demandHistory))
+	rt.handle("POST", "/api/demand/signals", s.signalAuth(s.postSignals))
 
 	// Transfers: recommendations and inventory transfers.
 	tr, tw := supplyplan.PermTransfersRead, supplyplan.PermTransfersWrite

@@ -43,6 +43,7 @@ type Services struct {
 	Demand      supplyplan.DemandReader
 	Transfers   supplyplan.TransferService
 	Forecast    supplyplan.ForecastService
+	Signals     supplyplan.SignalPublisher
 	// MCP, Gateway and Outbox back the platform endpoints of the MCP surfaces (optional).
 	MCP     supplyplan.MCPPlatformService
 	Gateway supplyplan.GatewayKeyStore

@@ -18,6 +18,10 @@ type Config struct {
 	SnapshotEvery   int
 	DebugAddr       string
 
+	KafkaBrokers string
+	KafkaTopic   string
+	KafkaGroup   string
+
 	ClickHouseAddr     string
 	ClickHouseDatabase string
 	ClickHouseUser     string
@@ -71,6 +75,10 @@ func DefaultConfig() Config {
 		SnapshotEvery:   envInt("SUPPLYPLAN_SNAPSHOT_EVERY", 10000),
 		DebugAddr:       envString("SUPPLYPLAN_DEBUG_ADDR", ""),
 
+		KafkaBrokers: envString("SUPPLYPLAN_KAFKA_BROKERS", ""),
+		KafkaTopic:   envString("SUPPLYPLAN_KAFKA_TOPIC", "supplyplan.demand-signals"),
+		KafkaGroup:   envString("SUPPLYPLAN_KAFKA_GROUP", "supplyplan-demand-signals"),
+
 		ClickHouseAddr:     envString("SUPPLYPLAN_CLICKHOUSE_ADDR", ""),
 		ClickHouseDatabase: envString("SUPPLYPLAN_CLICKHOUSE_DATABASE", "supplyplan"),
 		ClickHouseUser:     envString("SUPPLYPLAN_CLICKHOUSE_USER", "default"),
@@ -108,6 +116,9 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long SIGTERM waits for in-flight work (SUPPLYPLAN_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&c.BodyLimit, "body-limit", c.BodyLimit, "largest JSON body of the forecasting, transfers, alerts and platform endpoints, bytes (SUPPLYPLAN_BODY_LIMIT)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "serve Go pprof at http://<addr>/debug/pprof/ (off when empty) (SUPPLYPLAN_DEBUG_ADDR)")
+	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", c.KafkaBrokers, "comma-separated Kafka brokers for demand signals; empty = in-process stream only (SUPPLYPLAN_KAFKA_BROKERS)")
+	fs.StringVar(&c.KafkaTopic, "kafka-topic", c.KafkaTopic, "demand-signal topic, keyed by organization id; dead letters go to <topic>.dlq (SUPPLYPLAN_KAFKA_TOPIC)")
+	fs.StringVar(&c.KafkaGroup, "kafka-group", c.KafkaGroup, "consumer group of the demand-signal consumer (SUPPLYPLAN_KAFKA_GROUP)")
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native-protocol host:port for demand history; empty = embedded store in the data dir (SUPPLYPLAN_CLICKHOUSE_ADDR)")
 	fs.StringVar(&c.ClickHouseDatabase, "clickhouse-database", c.ClickHouseDatabase, "ClickHouse database, created if missing (SUPPLYPLAN_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", c.ClickHouseUser, "ClickHouse user (SUPPLYPLAN_CLICKHOUSE_USER)")

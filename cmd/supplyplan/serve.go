@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +33,8 @@ type Main struct {
 	Journal  *streams.Journal
 	Demand   demandStore
 	Bus      *streams.Bus
+	Signals  *streams.LocalSignalStream
+	Kafka    *streams.SignalConsumer
 	System   *actors.System
 	API      *sphttp.Server
 	Redis    *redisstore.Store
@@ -95,6 +98,17 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := m.System.Open(ctx); err != nil {
 		return err
 	}
+	m.Signals = streams.NewLocalSignalStream(streams.LocalSignalConfig{Logger: m.Log}, m.System)
+	if err := m.Signals.Open(); err != nil {
+		return fmt.Errorf("open signal stream: %w", err)
+	}
+	if cfg.KafkaBrokers != "" {
+		m.Kafka = streams.NewSignalConsumer(streams.SignalConsumerConfig{Brokers: strings.Split(cfg.KafkaBrokers, ","),
+			Topic: cfg.KafkaTopic, GroupID: cfg.KafkaGroup, Logger: m.Log}, m.System)
+		if err := m.Kafka.Open(); err != nil {
+			return fmt.Errorf("open kafka signal consumer: %w", err)
+		}
+	}
 	credsPath := filepath.Join(cfg.DataDir, "credentials.json")
 	created, err := m.System.Bootstrap(ctx, func(c supplyplan.Credentials) error { return writeCredentials(credsPath, c) })
 	if err != nil {
@@ -116,7 +130,7 @@ func (m *Main) Open(ctx context.Context) error {
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
 			RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
 			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
-				Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System,
+				Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System, Signals: m.Signals,
 				MCP: m.System, Gateway: m.mcp.gateway, Outbox: m.System})
 		if err := m.API.Open(); err != nil {
 			return err
@@ -161,6 +175,12 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.Redis != nil {
 		step("redis", func() error { return m.Redis.Close(ctx) })
+	}
+	if m.Kafka != nil {
+		step("kafka consumer", func() error { return m.Kafka.Close(ctx) })
+	}
+	if m.Signals != nil {
+		step("signal stream", func() error { return m.Signals.Close(ctx) })
 	}
 	if m.System != nil {
 		step("actors", func() error { return m.System.Close(ctx) })

@@ -1,0 +1,139 @@
+package http
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// signalRow is one signal of POST /api/demand/signals; organizationId defaults to the caller's.
+type signalRow struct {
+	SignalID       *string  `json:"signalId"`
+	OrganizationID *string  `json:"organizationId"`
+	SKU            *string  `json:"skuId"`
+	Location       *string  `json:"locationId"`
+	Channel        *string  `json:"channel"`
+	Quantity       *float64 `json:"quantity"`
+	OccurredAt     *string  `json:"occurredAt"`
+}
+
+type signalOutcomeView struct {
+	SignalID string `json:"signalId"`
+	supplyplan.SignalOutcome
+}
+
+// postSignals ingests a batch of demand signals for users without Kafka: they take the same path
+// as the stream (tenant actor, then the demand store, deduplicated by signalId) and the answer
+// tells each signal's outcome once it is durable.
+func (s *Server) postSignals(r *Request) error {
+	body := r.Ctx.PostBody()
+	if len(body) > s.cfg.ImportMaxBytes {
+		return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
+			Details: map[string][]string{"body": {"must be at most " + itoa(s.cfg.ImportMaxBytes) + " bytes"}}}
+	}
+	var in struct {
+		Signals *[]json.RawMessage `json:"signals"`
+	}
+	if err := decodeJSON(body, 0, &in); err != nil {
+		return err
+	}
+	if in.Signals == nil || len(*in.Signals) == 0 {
+		return supplyplan.Invalid("signals", "is required: a non-empty array of signals")
+	}
+	if len(*in.Signals) > s.cfg.ImportMaxRows {
+		return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
+			Details: map[string][]string{"signals": {"at most " + itoa(s.cfg.ImportMaxRows) + " signals per request"}}}
+	}
+	raw := *in.Signals
+	outcomes := make([]signalOutcomeView, len(raw))
+	var valid []supplyplan.DemandSignal
+	var slots []int
+	for i, rm := range raw {
+		var row signalRow
+		if err := json.Unmarshal(rm, &row); err != nil || strings.TrimSpace(string(rm))[0] != '{' {
+			outcomes[i].SignalOutcome = supplyplan.Rejected(supplyplan.RejectInvalidSignal, "not a JSON object with the signal fields")
+			continue
+		}
+		sg := supplyplan.DemandSignal{OrganizationID: r.Principal.OrgID}
+		sg.SignalID, sg.SKU, sg.Location, sg.Channel = deref(row.SignalID), deref(row.SKU), deref(row.Location), deref(row.Channel)
+		outcomes[i].SignalID = sg.SignalID
+		if row.OrganizationID != nil && *row.OrganizationID != "" && *row.OrganizationID != r.Principal.OrgID {
+			outcomes[i].SignalOutcome = supplyplan.Rejected(supplyplan.RejectUnknownTenant, "organizationId is not the caller's organization")
+			continue
+		}
+		if row.Quantity != nil {
+			sg.Quantity = *row.Quantity
+		} else {
+			outcomes[i].SignalOutcome = supplyplan.Rejected(supplyplan.RejectInvalidSignal, "quantity is required")
+			continue
+		}
+		if row.OccurredAt != nil {
+			if t, ok := supplyplan.ParseTime(*row.OccurredAt); ok {
+				sg.OccurredAt = t
+			}
+		}
+		if err := supplyplan.NormalizeSignal(&sg); err != nil {
+			outcomes[i].SignalOutcome = supplyplan.Rejected(supplyplan.RejectInvalidSignal, supplyplan.ErrorMessage(err)+": "+fieldsOf(err))
+			continue
+		}
+		valid = append(valid, sg)
+		slots = append(slots, i)
+	}
+	if len(valid) > 0 {
+		res, err := s.svc.Signals.Publish(r.Context, valid)
+		if err != nil {
+			return err
+		}
+		for j, i := range slots {
+			outcomes[i].SignalOutcome = res[j]
+		}
+	}
+	counts := map[string]int{"applied": 0, "duplicates": 0, "rejected": 0}
+	for _, o := range outcomes {
+		switch o.Status {
+		case supplyplan.SignalApplied:
+			counts["applied"]++
+		case supplyplan.SignalDuplicate:
+			counts["duplicates"]++
+		default:
+			counts["rejected"]++
+		}
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"applied": counts["applied"], "duplicates": counts["duplicates"],
+		"rejected": counts["rejected"], "outcomes": outcomes})
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func fieldsOf(err error) string {
+	e, ok := err.(*supplyplan.Error)
+	if !ok {
+		return ""
+	}
+	var parts []string
+	for f, msgs := range e.Details {
+		parts = append(parts, f+" "+strings.Join(msgs, "; "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// signalAuth accepts either an import key with import:write (x-api-key) or a bearer key with
+// forecast.write.
+func (s *Server) signalAuth(h handlerFunc) handlerFunc {
+	viaKey := s.importKey(supplyplan.ScopeImportWrite)(h)
+	viaBearer := s.tenant(supplyplan.PermForecastWrite, nil, h)
+	return func(r *Request) error {
+		if len(r.Ctx.Request.Header.Peek("x-api-key")) > 0 {
+			return viaKey(r)
+		}
+		return viaBearer(r)
+	}
+}
