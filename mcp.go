@@ -100,6 +100,17 @@ func (r ToolResult) CallResultJSON(withJSONText bool) ([]byte, error) {
 	return r.AppendCallResult(nil, withJSONText)
 }
 
+// EncodedSizeHint estimates the bytes of CallResultJSON (exact for pre-encoded structured content).
+func (r ToolResult) EncodedSizeHint() int {
+	n := len(r.Text) + len(r.Text)/16 + 96
+	if sc, ok := r.Structured.(json.RawMessage); ok {
+		n += len(sc)
+	} else if r.Structured != nil {
+		n += 1024
+	}
+	return n
+}
+
 // AppendCallResult is CallResultJSON appending to dst.
 func (r ToolResult) AppendCallResult(dst []byte, withJSONText bool) ([]byte, error) {
 	text, err := json.Marshal(r.Text)

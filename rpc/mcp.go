@@ -822,7 +822,7 @@ func (h *Handler) callTool(ctx context.Context, call *callInfo, params json.RawM
 		h.log.Error("tool call failed", "tool", *p.Name, "err", err)
 		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
 	}
-	b, err := res.AppendCallResult(call.frame(len(res.Text)+256), call.version == V20250326)
+	b, err := res.AppendCallResult(call.frame(res.EncodedSizeHint()+128), call.version == V20250326)
 	if err != nil {
 		h.log.Error("encode tool result", "tool", *p.Name, "err", err)
 		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "Internal error"}
