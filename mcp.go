@@ -56,7 +56,9 @@ type ToolAnnotations struct {
 type ToolResult struct {
 	Structured any
 	Text       string
-	IsError    bool
+	// TextJSON, when set, is Text already encoded as a JSON string (quotes included).
+	TextJSON []byte
+	IsError  bool
 }
 
 // ToolSet is the tools one caller may use: the registry's discovery tools, or a merchant's tools
@@ -102,7 +104,7 @@ func (r ToolResult) CallResultJSON(withJSONText bool) ([]byte, error) {
 
 // EncodedSizeHint estimates the bytes of CallResultJSON (exact for pre-encoded structured content).
 func (r ToolResult) EncodedSizeHint() int {
-	n := len(r.Text) + len(r.Text)/16 + 96
+	n := len(r.Text) + len(r.Text)/16 + len(r.TextJSON) + 96
 	if sc, ok := r.Structured.(json.RawMessage); ok {
 		n += len(sc)
 	} else if r.Structured != nil {
@@ -113,11 +115,15 @@ func (r ToolResult) EncodedSizeHint() int {
 
 // AppendCallResult is CallResultJSON appending to dst.
 func (r ToolResult) AppendCallResult(dst []byte, withJSONText bool) ([]byte, error) {
-	text, err := json.Marshal(r.Text)
-	if err != nil {
-		return nil, err
+	text := r.TextJSON
+	if text == nil {
+		var err error
+		if text, err = json.Marshal(r.Text); err != nil {
+			return nil, err
+		}
 	}
 	var sc []byte
+	var err error
 	if !r.IsError && r.Structured != nil {
 		var ok bool
 		if sc, ok = r.Structured.(json.RawMessage); !ok { // else already encoded by the tool

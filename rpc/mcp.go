@@ -17,7 +17,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"mime"
 	"net/url"
 	"slices"
 	"strconv"
@@ -151,7 +150,7 @@ func (h *Handler) handle(ctx context.Context, req supplyplan.MCPRequest) supplyp
 		r.Header = append(r.Header, [2]string{"Allow", "POST, OPTIONS"})
 		return r
 	}
-	if mt, _, err := mime.ParseMediaType(req.Header("Content-Type")); err != nil || mt != "application/json" {
+	if !isJSONContentType(req.Header("Content-Type")) {
 		return transportError(415, codeServer, "Unsupported Media Type: Content-Type must be application/json", nil)
 	}
 	sse, ok := acceptSSE(req.Header("Accept"))
@@ -171,9 +170,6 @@ func (h *Handler) handle(ctx context.Context, req supplyplan.MCPRequest) supplyp
 	}
 	if body[0] == '[' {
 		return h.batch(ctx, req, tools, hv, body, sse)
-	}
-	if !json.Valid(body) {
-		return transportError(400, jsonrpc2.CodeParseError, "Parse error: invalid JSON", nil)
 	}
 	out := h.message(ctx, req, tools, hv, body, false)
 	if out.body == nil {
@@ -232,6 +228,13 @@ func (h *Handler) originAllowed(origin string) bool {
 		return true
 	}
 	return false
+}
+
+// isJSONContentType reports whether a Content-Type is application/json (parameters allowed), without
+// mime.ParseMediaType's allocations.
+func isJSONContentType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 // acceptSSE decides the response format: JSON unless the client accepts only SSE. ok is false
@@ -317,7 +320,11 @@ type envelope struct {
 func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools supplyplan.ToolSet, hv string, raw []byte, inBatch bool) outcome {
 	null := json.RawMessage("null")
 	var env envelope
-	if raw[0] != '{' || json.Unmarshal(raw, &env) != nil {
+	if err := json.Unmarshal(raw, &env); err != nil || raw[0] != '{' {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return outcome{400, errorBody(null, jsonrpc2.CodeParseError, "Parse error: invalid JSON", nil)}
+		}
 		return outcome{400, errorBody(null, jsonrpc2.CodeInvalidRequest, "Invalid Request: a JSON-RPC message must be an object", nil)}
 	}
 	hasID := env.ID != nil

@@ -41,9 +41,16 @@ type viewCache struct {
 }
 
 type cachedView struct {
-	view merchantView
-	json []byte
-	line string
+	view     merchantView
+	json     []byte
+	lineJSON []byte // the merchant's text line, JSON-escaped (no quotes)
+}
+
+// jsonEscaped returns s encoded as JSON string content, without the quotes. Escaping is per
+// character, so escaped pieces concatenate into the escaped whole.
+func jsonEscaped(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b[1 : len(b)-1]
 }
 
 func (t *registryTools) views(all []supplyplan.Merchant) *viewCache {
@@ -60,7 +67,7 @@ func (t *registryTools) views(all []supplyplan.Merchant) *viewCache {
 		v := t.view(m)
 		b, _ := json.Marshal(v)
 		c.views[m.Org.Slug] = cachedView{view: v, json: b,
-			line: fmt.Sprintf("\n- %s (%s): %s [%s]", v.DisplayName, v.Slug, v.Description, strings.Join(v.Capabilities, ", "))}
+			lineJSON: jsonEscaped(fmt.Sprintf("\n- %s (%s): %s [%s]", v.DisplayName, v.Slug, v.Description, strings.Join(v.Capabilities, ", ")))}
 	}
 	t.cache.Store(c)
 	return c
@@ -135,7 +142,11 @@ func (t *registryTools) Call(ctx context.Context, name string, args json.RawMess
 	var err error
 	switch name {
 	case "search_merchants":
-		v, text, err = t.search(args)
+		res, err := t.search(args)
+		if e, ok := err.(*supplyplan.Error); ok {
+			return supplyplan.ErrorResult(e), nil
+		}
+		return res, err
 	case "get_merchant":
 		v, text, err = t.get(args)
 	case "list_merchant_tools":
@@ -189,7 +200,7 @@ func (t *registryTools) view(m supplyplan.Merchant) merchantView {
 		UpdatedAt: m.Profile.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
 }
 
-func (t *registryTools) search(args json.RawMessage) (any, string, error) {
+func (t *registryTools) search(args json.RawMessage) (supplyplan.ToolResult, error) {
 	var in struct {
 		Query      string `json:"query"`
 		Category   string `json:"category"`
@@ -199,35 +210,37 @@ func (t *registryTools) search(args json.RawMessage) (any, string, error) {
 		Cursor     string `json:"cursor"`
 	}
 	if err := supplyplan.DecodeArgs(args, &in); err != nil {
-		return nil, "", err
+		return supplyplan.ToolResult{}, err
 	}
 	q := supplyplan.MerchantQuery{Query: in.Query, Category: in.Category, Capability: in.Capability, Region: in.Region, Cursor: in.Cursor}
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > supplyplan.MaxMerchantPage {
-			return nil, "", supplyplan.Invalid("limit", "must be between 1 and %d", supplyplan.MaxMerchantPage)
+			return supplyplan.ToolResult{}, supplyplan.Invalid("limit", "must be between 1 and %d", supplyplan.MaxMerchantPage)
 		}
 		q.Limit = *in.Limit
 	}
 	if len(in.Query) > 200 {
-		return nil, "", supplyplan.Invalid("query", "must be at most 200 characters")
+		return supplyplan.ToolResult{}, supplyplan.Invalid("query", "must be at most 200 characters")
 	}
 	all := t.d.Merchants.ListedMerchants()
 	page, next, err := supplyplan.SearchMerchantIndexes(all, q)
 	if err != nil {
-		return nil, "", err
+		return supplyplan.ToolResult{}, err
 	}
+	// Both renderings are assembled from the snapshot's pre-encoded pieces.
 	cache := t.views(all)
-	size, lines := 64, 64
+	size, lines := 64, 96
 	for _, j := range page {
 		cv := cache.views[all[j].Org.Slug]
 		size += len(cv.json) + 1
-		lines += len(cv.line)
+		lines += len(cv.lineJSON)
 	}
 	out := make([]byte, 0, size)
 	out = append(out, `{"merchants":[`...)
-	var b strings.Builder
-	b.Grow(lines)
-	fmt.Fprintf(&b, "%d merchant(s)", len(page))
+	text := make([]byte, 0, lines)
+	text = append(text, '"')
+	text = strconv.AppendInt(text, int64(len(page)), 10)
+	text = append(text, " merchant(s)"...)
 	for i, j := range page {
 		m := all[j]
 		cv, ok := cache.views[m.Org.Slug]
@@ -239,7 +252,7 @@ func (t *registryTools) search(args json.RawMessage) (any, string, error) {
 			out = append(out, ',')
 		}
 		out = append(out, cv.json...)
-		b.WriteString(cv.line)
+		text = append(text, cv.lineJSON...)
 	}
 	out = append(out, `],"count":`...)
 	out = strconv.AppendInt(out, int64(len(page)), 10)
@@ -247,10 +260,12 @@ func (t *registryTools) search(args json.RawMessage) (any, string, error) {
 		out = append(out, `,"nextCursor":"`...)
 		out = append(out, next...) // base64url: no escaping needed
 		out = append(out, '"')
-		b.WriteString("\nMore results: call again with cursor " + next)
+		text = append(text, `\nMore results: call again with cursor `...)
+		text = append(text, next...)
 	}
 	out = append(out, '}')
-	return json.RawMessage(out), b.String(), nil
+	text = append(text, '"')
+	return supplyplan.ToolResult{Structured: json.RawMessage(out), TextJSON: text}, nil
 }
 
 func (t *registryTools) find(args json.RawMessage) (supplyplan.Merchant, error) {
