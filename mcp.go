@@ -87,6 +87,9 @@ type MCPResponse struct {
 	Status int
 	Header [][2]string
 	Body   []byte
+	// Release, when set, recycles Body: call it once Body is written (or copied) and never use Body
+	// afterwards.
+	Release func()
 }
 
 // MCPHandler serves MCP streamable HTTP (implemented in rpc/, called by the HTTP servers).

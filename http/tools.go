@@ -306,7 +306,10 @@ func (s *ToolServer) mcp(rctx context.Context, ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Add(kv[0], kv[1])
 	}
 	ctx.SetStatusCode(resp.Status)
-	ctx.SetBody(resp.Body)
+	ctx.SetBody(resp.Body) // copies
+	if resp.Release != nil {
+		resp.Release()
+	}
 }
 
 func (s *ToolServer) health(rctx context.Context, ctx *fasthttp.RequestCtx) {

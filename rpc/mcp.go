@@ -182,7 +182,13 @@ func (h *Handler) handle(ctx context.Context, req supplyplan.MCPRequest) supplyp
 	if status == 0 {
 		status = 200
 	}
-	return render(status, out.body, sse)
+	r := render(status, out.body, sse)
+	if out.pooled && !sse { // SSE copied the body into its framing
+		r.Release = release(out.body)
+	} else if out.pooled {
+		release(out.body)()
+	}
+	return r
 }
 
 // callerError renders a failed Resolve.
@@ -304,6 +310,17 @@ func unsupportedVersion(requested string) supplyplan.MCPResponse {
 type outcome struct {
 	status int
 	body   []byte
+	pooled bool // body came from framePool
+}
+
+// release returns a pooled body to framePool.
+func release(b []byte) func() {
+	return func() {
+		if cap(b) <= maxPooledFrame {
+			b = b[:0]
+			framePool.Put(&b)
+		}
+	}
 }
 
 // envelope is a JSON-RPC message as received, for validation before dispatch.
@@ -323,9 +340,9 @@ func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools 
 	if err := json.Unmarshal(raw, &env); err != nil || raw[0] != '{' {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return outcome{400, errorBody(null, jsonrpc2.CodeParseError, "Parse error: invalid JSON", nil)}
+			return outcome{status: 400, body: errorBody(null, jsonrpc2.CodeParseError, "Parse error: invalid JSON", nil)}
 		}
-		return outcome{400, errorBody(null, jsonrpc2.CodeInvalidRequest, "Invalid Request: a JSON-RPC message must be an object", nil)}
+		return outcome{status: 400, body: errorBody(null, jsonrpc2.CodeInvalidRequest, "Invalid Request: a JSON-RPC message must be an object", nil)}
 	}
 	hasID := env.ID != nil
 	id := env.ID
@@ -333,26 +350,26 @@ func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools 
 		id = null
 	}
 	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
-		return outcome{400, errorBody(id, jsonrpc2.CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`, nil)}
+		return outcome{status: 400, body: errorBody(id, jsonrpc2.CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`, nil)}
 	}
 	if env.Method == nil {
 		if hasID && (env.Result != nil || env.Error != nil) {
-			return outcome{202, nil} // a response from the client: accepted, nothing to answer
+			return outcome{status: 202} // a response from the client: accepted, nothing to answer
 		}
-		return outcome{400, errorBody(id, jsonrpc2.CodeInvalidRequest, "Invalid Request: method is required", nil)}
+		return outcome{status: 400, body: errorBody(id, jsonrpc2.CodeInvalidRequest, "Invalid Request: method is required", nil)}
 	}
 	method := *env.Method
 	if hasID && !validID(env.ID) {
-		return outcome{400, errorBody(null, jsonrpc2.CodeInvalidRequest, "Invalid Request: id must be a string or an integer (not null)", nil)}
+		return outcome{status: 400, body: errorBody(null, jsonrpc2.CodeInvalidRequest, "Invalid Request: id must be a string or an integer (not null)", nil)}
 	}
 	if len(env.Params) > 0 && env.Params[0] != '{' && string(env.Params) != "null" {
 		if !hasID {
-			return outcome{400, nil}
+			return outcome{status: 400, body: nil}
 		}
-		return outcome{400, errorBody(id, jsonrpc2.CodeInvalidParams, "Invalid params: params must be an object", nil)}
+		return outcome{status: 400, body: errorBody(id, jsonrpc2.CodeInvalidParams, "Invalid params: params must be an object", nil)}
 	}
 	if !hasID {
-		return outcome{202, nil} // notifications (initialized, cancelled, ...) need nothing from a stateless server
+		return outcome{status: 202} // notifications (initialized, cancelled, ...) need nothing from a stateless server
 	}
 
 	// Era: modern when the request says 2026-07-28 in its header or its _meta.
@@ -366,7 +383,7 @@ func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools 
 		switch method {
 		case "server/discover", "tools/list", "tools/call":
 		default:
-			return outcome{404, errorBody(id, jsonrpc2.CodeMethodNotFound, "Method not found: "+method, nil)}
+			return outcome{status: 404, body: errorBody(id, jsonrpc2.CodeMethodNotFound, "Method not found: "+method, nil)}
 		}
 	} else {
 		call.version = hv
@@ -374,49 +391,49 @@ func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools 
 			call.version = V20250326
 		}
 		if inBatch && method == "initialize" {
-			return outcome{0, errorBody(id, jsonrpc2.CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch", nil)}
+			return outcome{status: 0, body: errorBody(id, jsonrpc2.CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch", nil)}
 		}
 	}
 	call.rawID, call.params = id, env.Params
-	body, err := h.dispatchOne(ctx, call, stubMessage(id, method), id)
+	body, pooled, err := h.dispatchOne(ctx, call, stubMessage(id, method), id)
 	if err != nil {
 		h.log.Error("mcp dispatch failed", "method", method, "err", err)
-		return outcome{500, errorBody(id, jsonrpc2.CodeInternalError, "Internal error", nil)}
+		return outcome{500, errorBody(id, jsonrpc2.CodeInternalError, "Internal error", nil), false}
 	}
-	return outcome{0, body}
+	return outcome{0, body, pooled}
 }
 
 // checkModern validates the 2026-07-28 headers against the body.
 func checkModern(req supplyplan.MCPRequest, hv, metaVersion, method string, params json.RawMessage, id json.RawMessage) (outcome, bool) {
 	switch {
 	case hv == "":
-		return outcome{400, errorBody(id, codeHeaderMismatch, "Mcp-Protocol-Version header is required for requests carrying "+metaProtocolVersion, nil)}, true
+		return outcome{status: 400, body: errorBody(id, codeHeaderMismatch, "Mcp-Protocol-Version header is required for requests carrying "+metaProtocolVersion, nil)}, true
 	case metaVersion == "":
-		return outcome{400, errorBody(id, jsonrpc2.CodeInvalidParams, "missing or invalid _meta field "+strconv.Quote(metaProtocolVersion), nil)}, true
+		return outcome{status: 400, body: errorBody(id, jsonrpc2.CodeInvalidParams, "missing or invalid _meta field "+strconv.Quote(metaProtocolVersion), nil)}, true
 	case metaVersion != V20260728: // the only revision with per-request _meta
-		return outcome{400, errorBody(id, codeUnsupportedProtocolVers, "Unsupported protocol version: "+metaVersion,
+		return outcome{status: 400, body: errorBody(id, codeUnsupportedProtocolVers, "Unsupported protocol version: "+metaVersion,
 			map[string]any{"supported": Versions, "requested": metaVersion})}, true
 	case hv != metaVersion:
-		return outcome{400, errorBody(id, codeHeaderMismatch, "Mcp-Protocol-Version header "+strconv.Quote(hv)+" does not match _meta "+strconv.Quote(metaVersion), nil)}, true
+		return outcome{status: 400, body: errorBody(id, codeHeaderMismatch, "Mcp-Protocol-Version header "+strconv.Quote(hv)+" does not match _meta "+strconv.Quote(metaVersion), nil)}, true
 	}
 	mh := req.Header("Mcp-Method")
 	if mh == "" {
-		return outcome{400, errorBody(id, codeHeaderMismatch, "missing required Mcp-Method header", nil)}, true
+		return outcome{status: 400, body: errorBody(id, codeHeaderMismatch, "missing required Mcp-Method header", nil)}, true
 	}
 	if mh != method {
-		return outcome{400, errorBody(id, codeHeaderMismatch, "Mcp-Method header "+strconv.Quote(mh)+" does not match the body method "+strconv.Quote(method), nil)}, true
+		return outcome{status: 400, body: errorBody(id, codeHeaderMismatch, "Mcp-Method header "+strconv.Quote(mh)+" does not match the body method "+strconv.Quote(method), nil)}, true
 	}
 	if method == "tools/call" {
 		nh := decodeHeaderValue(req.Header("Mcp-Name"))
 		if nh == "" {
-			return outcome{400, errorBody(id, codeHeaderMismatch, "missing required Mcp-Name header for tools/call", nil)}, true
+			return outcome{status: 400, body: errorBody(id, codeHeaderMismatch, "missing required Mcp-Name header for tools/call", nil)}, true
 		}
 		var p struct {
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(params, &p)
 		if nh != p.Name {
-			return outcome{400, errorBody(id, codeHeaderMismatch, "Mcp-Name header "+strconv.Quote(nh)+" does not match the tool name "+strconv.Quote(p.Name), nil)}, true
+			return outcome{status: 400, body: errorBody(id, codeHeaderMismatch, "Mcp-Name header "+strconv.Quote(nh)+" does not match the tool name "+strconv.Quote(p.Name), nil)}, true
 		}
 	}
 	return outcome{}, false
@@ -495,6 +512,9 @@ func (h *Handler) batch(ctx context.Context, req supplyplan.MCPRequest, tools su
 		o := h.message(ctx, req, tools, hv, m, true)
 		if o.body != nil {
 			out = append(out, o.body)
+			if o.pooled {
+				defer release(o.body)() // after the join below copied it
+			}
 		}
 	}
 	if len(out) == 0 {
@@ -526,9 +546,24 @@ type callInfo struct {
 // framed is a result already written after frame()'s prefix.
 type framed []byte
 
+// framePool recycles response buffers (the HTTP adapters release them once written).
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+const maxPooledFrame = 256 << 10
+
 // frame starts a success response: {"jsonrpc":"2.0","id":<raw id>,"result": with room for n bytes.
 func (c *callInfo) frame(n int) []byte {
-	b := make([]byte, 0, n+len(c.rawID)+40)
+	n += len(c.rawID) + 40
+	var b []byte
+	if n <= maxPooledFrame {
+		p := framePool.Get().(*[]byte)
+		b = (*p)[:0]
+		if cap(b) < n {
+			b = make([]byte, 0, n)
+		}
+	} else {
+		b = make([]byte, 0, n)
+	}
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, c.rawID...)
 	return append(b, `,"result":`...)
@@ -586,7 +621,7 @@ func stubMessage(id []byte, method string) []byte {
 
 // dispatchOne runs one request through a fresh jsonrpc2.Conn and returns the response with the
 // client's exact id bytes.
-func (h *Handler) dispatchOne(ctx context.Context, call *callInfo, raw, rawID []byte) ([]byte, error) {
+func (h *Handler) dispatchOne(ctx context.Context, call *callInfo, raw, rawID []byte) ([]byte, bool, error) {
 	stream := &oneShotStream{msg: raw}
 	conn := jsonrpc2.NewConn(context.WithValue(ctx, callCtxKey{}, call), stream, h.rpc, jsonrpc2.SetLogger(discardLogger{}))
 	<-conn.DisconnectNotify()
@@ -598,15 +633,15 @@ func (h *Handler) dispatchOne(ctx context.Context, call *callInfo, raw, rawID []
 	call.mu.Unlock()
 	if result != nil && out != nil {
 		// jsonrpc2 framed the placeholder result; the real one was encoded once, in place, by the handler.
-		return append(result, '}'), nil
+		return append(result, '}'), true, nil
 	}
 	if out == nil {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, errors.New("jsonrpc2 produced no response")
+		return nil, false, errors.New("jsonrpc2 produced no response")
 	}
-	return withRawID(out, rawID), nil
+	return withRawID(out, rawID), false, nil
 }
 
 // withRawID replaces the id jsonrpc2 wrote ({"id":X,...}) with the client's raw id: jsonrpc2.ID

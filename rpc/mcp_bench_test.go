@@ -39,8 +39,12 @@ func BenchmarkHandleMCP(b *testing.B) {
 			req := supplyplan.MCPRequest{Method: "POST", Header: hdr.Get, Body: []byte(bc.body),
 				Resolve: func(context.Context) (supplyplan.ToolSet, error) { return tools, nil }}
 			for b.Loop() {
-				if r := h.HandleMCP(context.Background(), req); r.Status != 200 {
+				r := h.HandleMCP(context.Background(), req)
+				if r.Status != 200 {
 					b.Fatal(r.Status, string(r.Body))
+				}
+				if r.Release != nil {
+					r.Release() // as the HTTP adapters do once the body is written
 				}
 			}
 		})

@@ -53,6 +53,9 @@ func (h *Handler) NetHTTP(resolve func(r *http.Request) func(context.Context) (s
 		if len(resp.Body) > 0 {
 			_, _ = w.Write(resp.Body)
 		}
+		if resp.Release != nil {
+			resp.Release() // net/http has written or copied the body by now
+		}
 	})
 }
 
