@@ -21,6 +21,7 @@ import (
 // fasthttp handler returning the same bytes. The tool service's own scenarios (with fake data
 // backends) are in `go run ./bench/cmd/mcpbench`.
 func benchMCP(_ context.Context, e *env) (section, error) {
+	const rounds = 3
 	port := func() (string, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -96,7 +97,7 @@ func benchMCP(_ context.Context, e *env) (section, error) {
 			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"check_availability","arguments":{"productId":"SKU-042"}}}`, mcpHeaders(creds.Keys["demoTool"]), false},
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d keep-alive connections, %s measured after 1 s warm-up per phase, two interleaved rounds per pair, best of each; service and bare handler each in their own process, load generator in a third. MCP 2025-11-25 over HTTP, JSON-RPC through sourcegraph/jsonrpc2 (one Conn per message), key checked on every request; registry on net/http, tool service on fasthttp answering from the tenant actor.\n\n", e.concurrency, e.duration)
+	fmt.Fprintf(&b, "%d keep-alive connections, %s measured after 1 s warm-up per phase, %d interleaved rounds per pair, best of each; service and bare handler each in their own process, load generator in a third. MCP 2025-11-25 over HTTP, JSON-RPC through sourcegraph/jsonrpc2 (one Conn per message), key checked on every request; registry on net/http, tool service on fasthttp answering from the tenant actor.\n\n", e.concurrency, max(e.duration/2, 2*time.Second), rounds)
 	b.WriteString("| endpoint | requests/s | p50 | p99 | errors |\n|---|---|---|---|---|\n")
 	var verdicts []string
 	for _, sc := range scenarios {
@@ -117,11 +118,11 @@ func benchMCP(_ context.Context, e *env) (section, error) {
 		}
 		reqBody := []byte(sc.body)
 		spec := loadSpec{Method: "POST", Headers: sc.headers, Body: func(int, int) []byte { return reqBody }, WantStatus: 200,
-			Concurrency: e.concurrency, Warmup: time.Second, Duration: e.duration}
-		// Two interleaved rounds (bare, service, bare, service), best of each: other work on a shared
-		// machine comes and goes, and a single pair measured minutes apart can be far off.
+			Concurrency: e.concurrency, Warmup: time.Second, Duration: max(e.duration/2, 2*time.Second)}
+		// Interleaved rounds (bare, service, bare, service, ...) of half-length phases, best of each:
+		// other work on a shared machine comes and goes, and one pair measured apart can be far off.
 		var rb, r loadResult
-		for range 2 {
+		for range rounds {
 			spec.URL = bare.URL + "/mcp"
 			x, err := runLoad(spec)
 			if err != nil {
