@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Error codes. Every transport maps them to its own status with one table.
@@ -32,6 +33,8 @@ type Error struct {
 	// Feature and Entitlement are set on FEATURE_NOT_ENABLED.
 	Feature     string
 	Entitlement string
+	// RetryAfter is set on RATE_LIMITED: when the same request may succeed.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

@@ -24,8 +24,8 @@ type EventPublisher interface {
 // ImportService runs bulk imports.
 type ImportService interface {
 	// SubmitImport durably stores an import request whose whole-body checks passed (rows is its
-	// split array) and queues its job; the job is then never lost.
-	SubmitImport(ctx context.Context, p Principal, kind ImportKind, body []byte, rowCount int) (ImportJob, error)
+	// split array, aliasing body) and queues its job; the job is then never lost.
+	SubmitImport(ctx context.Context, p Principal, kind ImportKind, body []byte, rows []json.RawMessage) (ImportJob, error)
 	// DryRunImport validates rows against the tenant's data without writing anything.
 	DryRunImport(ctx context.Context, p Principal, kind ImportKind, rows []json.RawMessage) (ImportJob, error)
 	GetImportJob(ctx context.Context, p Principal, jobID string) (ImportJob, error)

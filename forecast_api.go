@@ -38,9 +38,11 @@ type ForecastQuery struct {
 	Interval float64
 	Model    string
 	// Point is the forecast statistic: median (default), mean or mape (an extension).
-	Point  string
-	Limit  int
-	Offset int
+	Point string
+	// Transform (extension) is auto (default), none or log: forecast on log demand or not.
+	Transform string
+	Limit     int
+	Offset    int
 }
 
 // Forecast limits.

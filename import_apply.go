@@ -26,9 +26,24 @@ type DecodedRows struct {
 // DecodeImportRows decodes raw rows whose request index starts at offset.
 func DecodeImportRows(kind ImportKind, raw []json.RawMessage, offset int) DecodedRows {
 	d := DecodedRows{Kind: kind}
+	var in interner
+	var slab []demandSlab
+	if kind == ImportDemandHistory {
+		in, slab = interner{}, make([]demandSlab, len(raw))
+		d.Demand = make([]DemandHistoryRow, 0, len(raw))
+		d.Index = make([]int, 0, len(raw))
+	}
 	for i, r := range raw {
 		idx := offset + i
 		var err *RowError
+		if kind == ImportDemandHistory {
+			var row DemandHistoryRow
+			if decodeDemandFast(r, in, &slab[i], &row) {
+				d.Demand = append(d.Demand, row)
+				d.Index = append(d.Index, idx)
+				continue
+			}
+		}
 		switch kind {
 		case ImportCatalog:
 			var row CatalogRow

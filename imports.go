@@ -129,27 +129,21 @@ func SplitImportBody(kind ImportKind, body []byte, maxRows int) ([]json.RawMessa
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, Invalid("body", "must be a JSON object with a %q array", kind.ArrayKey())
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &top); err != nil {
+	if !json.Valid(trimmed) {
+		var v any
+		err := json.Unmarshal(trimmed, &v) // for the position of the syntax error
 		return nil, &Error{Code: EVALIDATION, Message: "Malformed JSON", Details: map[string][]string{"body": {jsonMessage(err)}}}
 	}
 	key := kind.ArrayKey()
-	raw, ok := top[key]
-	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	rows, isArray, found := splitArray(trimmed, key)
+	switch {
+	case !found:
 		return nil, Invalid(key, "is required: an array of rows")
-	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '[' {
+	case !isArray:
 		return nil, Invalid(key, "must be an array")
-	}
-	var rows []json.RawMessage
-	if err := json.Unmarshal(raw, &rows); err != nil {
-		return nil, Invalid(key, "must be an array: %s", jsonMessage(err))
-	}
-	if len(rows) == 0 {
+	case len(rows) == 0:
 		return nil, Invalid(key, "must contain at least one row")
-	}
-	if maxRows > 0 && len(rows) > maxRows {
+	case maxRows > 0 && len(rows) > maxRows:
 		return nil, &Error{Code: ETOOLARGE, Message: "Payload too large",
 			Details: map[string][]string{key: {fmt.Sprintf("at most %d rows per request, got %d", maxRows, len(rows))}}}
 	}

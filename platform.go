@@ -27,6 +27,7 @@ type PlatformState struct {
 	Orgs         map[string]*Organization  `json:"orgs"`
 	Keys         map[string]*APIKey        `json:"keys"`
 	GlobalEvents map[string]*ExternalEvent `json:"globalEvents"`
+	BillingState
 	MCP
 }
 
@@ -70,6 +71,9 @@ func (s *PlatformState) Apply(r Record) error {
 		}
 		s.GlobalEvents[r.ID] = v
 	default:
+		if handled, err := s.applyBilling(r); handled {
+			return err
+		}
 		if handled, err := s.applyMCP(r); handled {
 			return err
 		}

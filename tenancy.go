@@ -39,11 +39,13 @@ const (
 	PermTransfersExecute Permission = "transfers.execute"
 	PermAlertsRead       Permission = "admin.alerts.read"
 	PermAlertsWrite      Permission = "admin.alerts.write"
+	PermWebhooksRead     Permission = "admin.webhooks.read"
+	PermWebhooksWrite    Permission = "admin.webhooks.write"
 )
 
 var rolePermissions = map[Role][]Permission{
 	RoleAdmin: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite,
-		PermTransfersApprove, PermTransfersExecute, PermAlertsRead, PermAlertsWrite},
+		PermTransfersApprove, PermTransfersExecute, PermAlertsRead, PermAlertsWrite, PermWebhooksRead, PermWebhooksWrite},
 	RoleManager: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite,
 		PermTransfersApprove, PermTransfersExecute},
 	RolePlanner: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite},

@@ -9,7 +9,7 @@ import (
 
 func TestRolePermissions(t *testing.T) {
 	want := map[Role][]Permission{
-		RoleAdmin:   {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite, PermTransfersApprove, PermTransfersExecute, PermAlertsRead, PermAlertsWrite},
+		RoleAdmin:   {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite, PermTransfersApprove, PermTransfersExecute, PermAlertsRead, PermAlertsWrite, PermWebhooksRead, PermWebhooksWrite},
 		RoleManager: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite, PermTransfersApprove, PermTransfersExecute},
 		RolePlanner: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite},
 		RoleViewer:  {PermForecastRead, PermTransfersRead},

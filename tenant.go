@@ -62,6 +62,9 @@ type TenantState struct {
 	Recommendations  map[string]*Recommendation  `json:"recommendations"`
 	ForecastVersions map[string]*ForecastVersion `json:"forecastVersions"`
 	Changes          map[string]*ChangeEntry     `json:"forecastChanges"`
+	// PendingEvents are domain events written with the change that caused them, waiting to be
+	// handed to the outbound delivery (the outbox: an event is never lost between the two).
+	PendingEvents map[string]*DomainEvent `json:"pendingEvents,omitempty"`
 	// ToolAudits are the audits of confirmed state-changing tool calls (tool service).
 	ToolAudits map[string]*ToolAudit `json:"toolAudits,omitempty"`
 
@@ -103,6 +106,9 @@ func (s *TenantState) init() {
 	}
 	if s.ImportJobs == nil {
 		s.ImportJobs = map[string]*ImportJob{}
+	}
+	if s.PendingEvents == nil {
+		s.PendingEvents = map[string]*DomainEvent{}
 	}
 	if s.Transfers == nil {
 		s.Transfers = map[string]*Transfer{}
@@ -185,6 +191,8 @@ func (s *TenantState) Apply(r Record) error {
 		return putValue(s.Orders, r)
 	case KindImportJob:
 		return putValue(s.ImportJobs, r)
+	case KindPendingEvent:
+		return putValue(s.PendingEvents, r)
 	case KindTransfer:
 		return putValue(s.Transfers, r)
 	case KindRecommendation:
@@ -458,3 +466,11 @@ func (s *TenantState) DeleteEvent(id string, global EventLookup) ([]Record, erro
 	}
 	return []Record{Del(KindEvent, id)}, nil
 }
+
+// PendingEventList returns the tenant's pending events, oldest first.
+func (s *TenantState) PendingEventList() []DomainEvent { return pendingList(s.PendingEvents) }
+
+// EventRecord returns the record that stores e in the outbox of the state it is written to
+// (tenant or platform): write it in the same transaction as the change the event announces, then
+// publish e once the transaction is durable.
+func EventRecord(e DomainEvent) Record { return Put(KindPendingEvent, e.ID, &e) }

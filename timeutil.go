@@ -11,6 +11,9 @@ func Now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 // ParseTime accepts an RFC 3339 date-time (with or without fractional seconds or zone; a missing
 // zone means UTC) or a plain ISO date (midnight UTC).
 func ParseTime(s string) (time.Time, bool) {
+	if t, ok := parseDate(s); ok { // the common plain date, without the layouts' cost
+		return t, true
+	}
 	s = strings.TrimSpace(s)
 	layouts := []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"}
 	for _, l := range layouts {
@@ -39,4 +42,32 @@ func WeekStart(t time.Time) time.Time {
 	d := StartOfDay(t)
 	wd := (int(d.Weekday()) + 6) % 7 // Monday = 0
 	return d.AddDate(0, 0, -wd)
+}
+
+// parseDate parses exactly YYYY-MM-DD.
+func parseDate(s string) (time.Time, bool) {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return time.Time{}, false
+	}
+	num := func(b string) (int, bool) {
+		n := 0
+		for i := 0; i < len(b); i++ {
+			if b[i] < '0' || b[i] > '9' {
+				return 0, false
+			}
+			n = n*10 + int(b[i]-'0')
+		}
+		return n, true
+	}
+	y, ok1 := num(s[0:4])
+	m, ok2 := num(s[5:7])
+	d, ok3 := num(s[8:10])
+	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > 31 {
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
+	if t.Day() != d { // 2026-02-30 normalizes to March: not a date
+		return time.Time{}, false
+	}
+	return t, true
 }

@@ -40,12 +40,13 @@ type liftEntry struct {
 }
 
 type cacheKey struct {
-	key      supplyplan.DemandKey
-	asOf     time.Time
-	horizon  int
-	interval float64
-	model    string
-	point    string
+	key       supplyplan.DemandKey
+	asOf      time.Time
+	horizon   int
+	interval  float64
+	model     string
+	point     string
+	transform string
 }
 
 type cacheEntry struct {
@@ -297,7 +298,7 @@ func (f *forecaster) run(ctx context.Context, org string, keys []supplyplan.Dema
 	var miss []int
 	t.mu.Lock()
 	for i, k := range keys {
-		ck := cacheKey{key: k, asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point}
+		ck := cacheKey{key: k, asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point, transform: opt.Transform}
 		if c, ok := t.cache[ck]; ok && c.eventsV == ev && c.demandV == dv {
 			out[i] = c.res
 		} else {
@@ -358,7 +359,7 @@ func (f *forecaster) run(ctx context.Context, org string, keys []supplyplan.Dema
 			t.cache = map[cacheKey]cacheEntry{}
 		}
 		for _, i := range miss {
-			ck := cacheKey{key: keys[i], asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point}
+			ck := cacheKey{key: keys[i], asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point, transform: opt.Transform}
 			t.cache[ck] = cacheEntry{eventsV: ev, demandV: dv, res: out[i]}
 		}
 	}

@@ -84,7 +84,10 @@ func forecastOptions(q supplyplan.ForecastQuery) (forecast.Options, error) {
 	if !slices.Contains([]string{forecast.PointMedian, forecast.PointMean, forecast.PointMAPE}, q.Point) {
 		fe.Add("point", "must be median, mean or mape")
 	}
-	return forecast.Options{Horizon: q.HorizonWeeks, Interval: q.Interval, Model: q.Model, Point: q.Point}, fe.Err()
+	if q.Transform != "" && !slices.Contains([]string{forecast.TransformAuto, forecast.TransformNone, forecast.TransformLog}, q.Transform) {
+		fe.Add("transform", "must be auto, none or log")
+	}
+	return forecast.Options{Horizon: q.HorizonWeeks, Interval: q.Interval, Model: q.Model, Point: q.Point, Transform: q.Transform}, fe.Err()
 }
 
 // Forecast answers GET /api/forecast: one series, or every series of the tenant (paginated).

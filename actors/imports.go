@@ -22,6 +22,9 @@ type ImportConfig struct {
 	Dir string
 	// ChunkSize is the number of rows applied per tenant transaction (default 5000).
 	ChunkSize int
+	// DemandChunkSize is the chunk of demand-history imports, written to the demand store in one
+	// batch (default 50000: ClickHouse wants large inserts).
+	DemandChunkSize int
 	// Workers bounds the jobs running at once across tenants (default 2); a tenant's jobs run one
 	// after another in submission order.
 	Workers int
@@ -33,25 +36,30 @@ type importManager struct {
 	sys *System
 	cfg ImportConfig
 
-	mu      sync.Mutex
-	queues  map[string][]string // orgID -> job ids waiting
-	running map[string]bool     // orgID -> a job of the org is running
-	bodies  map[string][]byte   // jobID -> request body kept from submission (saves a re-read)
-	sem     chan struct{}
-	closing chan struct{}
-	closed  bool
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	queues   map[string][]queuedJob       // orgID -> jobs waiting, in submission order
+	running  map[string][]*runningJob     // orgID -> jobs running, in submission order
+	bodies   map[string][]byte            // jobID -> request body kept from submission (saves a re-read)
+	split    map[string][]json.RawMessage // jobID -> its rows, split at submission (saves a re-parse)
+	decoders map[string]*decoder          // jobID -> its rows being decoded ahead of the job
+	sem      chan struct{}
+	closing  chan struct{}
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 func newImportManager(sys *System, cfg ImportConfig) *importManager {
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = 5000
 	}
+	if cfg.DemandChunkSize <= 0 {
+		cfg.DemandChunkSize = 50000
+	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 2
 	}
-	return &importManager{sys: sys, cfg: cfg, queues: map[string][]string{}, running: map[string]bool{},
-		bodies: map[string][]byte{}, sem: make(chan struct{}, cfg.Workers), closing: make(chan struct{})}
+	return &importManager{sys: sys, cfg: cfg, queues: map[string][]queuedJob{}, running: map[string][]*runningJob{},
+		bodies: map[string][]byte{}, split: map[string][]json.RawMessage{}, decoders: map[string]*decoder{}, sem: make(chan struct{}, cfg.Workers), closing: make(chan struct{})}
 }
 
 func (m *importManager) payloadPath(orgID, jobID string) string {
@@ -78,7 +86,7 @@ func (m *importManager) resume(ctx context.Context, orgIDs []string) error {
 			if !j.Done() {
 				live[j.JobID+".json"] = true
 				m.sys.log.Info("resuming import job", "org", org, "job", j.JobID, "nextRow", j.NextRow, "rows", j.RowCount)
-				m.enqueue(org, j.JobID)
+				m.enqueue(org, j.JobID, j.Kind)
 			}
 		}
 		ents, _ := os.ReadDir(filepath.Join(m.cfg.Dir, org))
@@ -91,33 +99,69 @@ func (m *importManager) resume(ctx context.Context, orgIDs []string) error {
 	return nil
 }
 
-func (m *importManager) enqueue(orgID, jobID string) {
+type queuedJob struct {
+	id   string
+	kind supplyplan.ImportKind
+}
+
+// runningJob is a started job. committed is closed once its writes and progress are durable (or it
+// ended): a demand-history job started behind it waits for that before writing, so writes of one
+// tenant stay in submission order even though the next job decodes and resolves its rows meanwhile.
+type runningJob struct {
+	queuedJob
+	committed chan struct{}
+	once      sync.Once
+}
+
+func (r *runningJob) commit() { r.once.Do(func() { close(r.committed) }) }
+
+func (m *importManager) enqueue(orgID, jobID string, kind supplyplan.ImportKind) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return
 	}
-	m.queues[orgID] = append(m.queues[orgID], jobID)
+	m.queues[orgID] = append(m.queues[orgID], queuedJob{jobID, kind})
 	m.startNextLocked(orgID)
 }
 
+// startNextLocked starts the tenant's next job when nothing runs, or, when a demand-history job runs
+// and the next is one too, starts it alongside (demand jobs do not change what resolves rows).
 func (m *importManager) startNextLocked(orgID string) {
-	if m.running[orgID] || len(m.queues[orgID]) == 0 || m.closed {
-		return
+	for len(m.queues[orgID]) > 0 && !m.closed {
+		next, running := m.queues[orgID][0], m.running[orgID]
+		var prev *runningJob
+		switch {
+		case len(running) == 0:
+		case len(running) == 1 && running[0].kind == supplyplan.ImportDemandHistory && next.kind == supplyplan.ImportDemandHistory:
+			prev = running[0]
+		default:
+			return
+		}
+		m.queues[orgID] = m.queues[orgID][1:]
+		rj := &runningJob{queuedJob: next, committed: make(chan struct{})}
+		m.running[orgID] = append(running, rj)
+		m.wg.Add(1)
+		var after <-chan struct{}
+		if prev != nil {
+			after = prev.committed
+		}
+		m.sys.engine.Spawn(func() actor.Receiver { return &importJobActor{m: m, orgID: orgID, job: rj, after: after} },
+			"import", actor.WithID(next.id), actor.WithMaxRestarts(1<<30))
 	}
-	jobID := m.queues[orgID][0]
-	m.queues[orgID] = m.queues[orgID][1:]
-	m.running[orgID] = true
-	m.wg.Add(1)
-	m.sys.engine.Spawn(func() actor.Receiver { return &importJobActor{m: m, orgID: orgID, jobID: jobID} },
-		"import", actor.WithID(jobID), actor.WithMaxRestarts(1<<30))
 }
 
-func (m *importManager) finished(orgID, jobID string) {
+func (m *importManager) finished(orgID string, rj *runningJob) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.bodies, jobID)
-	m.running[orgID] = false
+	rj.commit()
+	delete(m.bodies, rj.id)
+	delete(m.split, rj.id)
+	if d := m.decoders[rj.id]; d != nil {
+		d.cancel()
+		delete(m.decoders, rj.id)
+	}
+	m.running[orgID] = slices.DeleteFunc(m.running[orgID], func(x *runningJob) bool { return x == rj })
 	m.wg.Done()
 	m.startNextLocked(orgID)
 }
@@ -132,6 +176,10 @@ func (m *importManager) close(ctx context.Context) error {
 	}
 	m.closed = true
 	close(m.closing)
+	for id, d := range m.decoders {
+		d.cancel()
+		delete(m.decoders, id)
+	}
 	m.mu.Unlock()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
@@ -148,8 +196,10 @@ type jobFinishedMsg struct{}
 // importJobActor owns one job's lifecycle: it starts the work on Started and stops itself when the
 // work reports back.
 type importJobActor struct {
-	m            *importManager
-	orgID, jobID string
+	m     *importManager
+	orgID string
+	job   *runningJob
+	after <-chan struct{} // the previous job's commit, when this one runs alongside it
 }
 
 func (a *importJobActor) Receive(c *actor.Context) {
@@ -159,14 +209,14 @@ func (a *importJobActor) Receive(c *actor.Context) {
 		go func() {
 			defer func() {
 				if r := recover(); r != nil {
-					a.m.sys.log.Error("import job panicked", "job", a.jobID, "panic", r)
+					a.m.sys.log.Error("import job panicked", "job", a.job.id, "panic", r)
 				}
 				engine.Send(pid, jobFinishedMsg{})
 			}()
-			a.m.run(a.orgID, a.jobID)
+			a.m.run(a.orgID, a.job, a.after)
 		}()
 	case jobFinishedMsg:
-		a.m.finished(a.orgID, a.jobID)
+		a.m.finished(a.orgID, a.job)
 		c.Engine().Poison(c.PID())
 	}
 }
@@ -176,7 +226,8 @@ var errStopping = errors.New("import manager stopping")
 // run executes a job from its NextRow to the end. Every chunk's rows and the job's progress are
 // written in one journal entry (or, for demand history, the store write is followed by the
 // progress entry), so a crash anywhere resumes without losing or double-counting rows.
-func (m *importManager) run(orgID, jobID string) {
+func (m *importManager) run(orgID string, rj *runningJob, after <-chan struct{}) {
+	jobID := rj.id
 	m.sem <- struct{}{}
 	defer func() { <-m.sem }()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -188,7 +239,7 @@ func (m *importManager) run(orgID, jobID string) {
 		case <-ctx.Done():
 		}
 	}()
-	err := m.runJob(ctx, orgID, jobID)
+	err := m.runJob(ctx, orgID, jobID, rj, after)
 	switch {
 	case err == nil:
 	case errors.Is(err, errStopping) || ctx.Err() != nil:
@@ -206,7 +257,7 @@ func (m *importManager) job(ctx context.Context, orgID, jobID string) (supplypla
 	})
 }
 
-func (m *importManager) runJob(ctx context.Context, orgID, jobID string) error {
+func (m *importManager) runJob(ctx context.Context, orgID, jobID string, rj *runningJob, after <-chan struct{}) error {
 	job, err := m.job(ctx, orgID, jobID)
 	if err != nil {
 		return err
@@ -215,114 +266,161 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string) error {
 		return nil
 	}
 	m.mu.Lock()
-	body := m.bodies[jobID]
+	rows := m.split[jobID]
 	m.mu.Unlock()
-	if body == nil {
-		if body, err = os.ReadFile(m.payloadPath(orgID, jobID)); err != nil {
+	if rows == nil { // resumed after a restart: read and split the stored body
+		body, err := os.ReadFile(m.payloadPath(orgID, jobID))
+		if err != nil {
 			m.fail(orgID, jobID, "The request body of this job was lost")
 			return nil
 		}
-	}
-	rows, err := supplyplan.SplitImportBody(job.Kind, body, 0)
-	if err != nil {
-		m.fail(orgID, jobID, "The stored request body is unreadable")
-		return nil
-	}
-	if _, err := m.update(ctx, orgID, jobID, func(j *supplyplan.ImportJob) {
-		if j.Status == supplyplan.JobPending {
-			now := supplyplan.Now()
-			j.Status, j.StartedAt = supplyplan.JobProcessing, &now
+		if rows, err = supplyplan.SplitImportBody(job.Kind, body, 0); err != nil {
+			m.fail(orgID, jobID, "The stored request body is unreadable")
+			return nil
 		}
-	}); err != nil {
-		return err
 	}
-	for start := job.NextRow; start < len(rows); start += m.cfg.ChunkSize {
+	// Rows of the next chunk are decoded on another goroutine while this one is applied.
+	chunk := m.chunkOf(job.Kind)
+	m.mu.Lock()
+	dec := m.decoders[jobID]
+	delete(m.decoders, jobID)
+	m.mu.Unlock()
+	if dec == nil || dec.from != job.NextRow {
+		if dec != nil {
+			dec.cancel()
+		}
+		dec = startDecode(job.Kind, rows, job.NextRow, chunk)
+	}
+	defer dec.cancel()
+	final := job
+	for c := range dec.chunks {
 		select {
 		case <-m.closing:
 			return errStopping
 		default:
 		}
-		end := min(start+m.cfg.ChunkSize, len(rows))
-		decoded := supplyplan.DecodeImportRows(job.Kind, rows[start:end], start)
 		if job.Kind == supplyplan.ImportDemandHistory {
-			err = m.demandChunk(ctx, orgID, jobID, decoded, start, end)
+			final, err = m.demandChunk(ctx, orgID, jobID, c.rows, c.start, c.end, after)
 		} else {
-			err = m.entityChunk(ctx, orgID, jobID, decoded, start, end)
+			final, err = m.entityChunk(ctx, orgID, jobID, c.rows, c.start, c.end)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	final, err := m.update(ctx, orgID, jobID, func(j *supplyplan.ImportJob) {
-		now := supplyplan.Now()
-		j.CompletedAt = &now
-		j.Status = supplyplan.JobCompleted
-		if j.AppliedCount == 0 {
-			j.Status, j.Message = supplyplan.JobFailed, "No row could be applied; see errors"
+	rj.commit()
+	if !final.Done() { // the last chunk normally finished it already
+		if final, err = m.update(ctx, orgID, jobID, func(j *supplyplan.ImportJob) {
+			if !j.Done() {
+				finish(j, supplyplan.Now())
+			}
+		}); err != nil {
+			return err
 		}
-	})
-	if err != nil {
-		return err
 	}
 	_ = os.Remove(m.payloadPath(orgID, jobID))
 	m.publish(orgID, final)
 	return nil
 }
 
+func (m *importManager) chunkOf(kind supplyplan.ImportKind) int {
+	if kind == supplyplan.ImportDemandHistory {
+		return m.cfg.DemandChunkSize
+	}
+	return m.cfg.ChunkSize
+}
+
+type decodedChunk struct {
+	rows       supplyplan.DecodedRows
+	start, end int
+}
+
+// decoder decodes a job's rows chunk by chunk on its own goroutine, one chunk ahead of the job (it
+// starts at submission, so decoding overlaps the jobs queued before).
+type decoder struct {
+	from   int
+	chunks chan decodedChunk
+	cancel context.CancelFunc
+}
+
+func startDecode(kind supplyplan.ImportKind, rows []json.RawMessage, from, chunk int) *decoder {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &decoder{from: from, chunks: make(chan decodedChunk, 1), cancel: cancel}
+	go func() {
+		defer close(d.chunks)
+		for start := from; start < len(rows); start += chunk {
+			end := min(start+chunk, len(rows))
+			select {
+			case d.chunks <- decodedChunk{supplyplan.DecodeImportRows(kind, rows[start:end], start), start, end}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return d
+}
+
 // entityChunk applies catalog, inventory, supplier, purchase-order or order rows together with the
 // job's progress in one tenant transaction.
-func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d supplyplan.DecodedRows, start, end int) error {
+func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d supplyplan.DecodedRows, start, end int) (supplyplan.ImportJob, error) {
 	now := supplyplan.Now()
-	_, err := tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+	return tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
 		cur, ok := st.ImportJobs[jobID]
 		if !ok {
-			return struct{}{}, nil, supplyplan.NotFound("Import job")
+			return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
 		}
 		if cur.NextRow != start { // already applied (a retried step): nothing to do
-			return struct{}{}, nil, nil
+			return *cur, nil, nil
 		}
 		res := st.ApplyImport(d, now)
 		j := *cur
 		progress(&j, res, end-start, end)
-		return struct{}{}, append(res.Records, supplyplan.Put(supplyplan.KindImportJob, jobID, &j)), nil
+		return j, append(res.Records, jobRecords(orgID, cur, j)...), nil
 	})
-	return err
 }
 
 // demandChunk resolves demand rows in the tenant, writes them to the demand store, then records the
 // progress. Demand rows replace their week, so redoing a chunk after a crash changes nothing.
-func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d supplyplan.DecodedRows, start, end int) error {
+func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d supplyplan.DecodedRows, start, end int, after <-chan struct{}) (supplyplan.ImportJob, error) {
 	now := supplyplan.Now()
 	res, err := tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, []supplyplan.Record, error) {
 		return st.ApplyImport(d, now), nil, nil
 	})
 	if err != nil {
-		return err
+		return supplyplan.ImportJob{}, err
+	}
+	if after != nil { // the job ahead must have committed its writes before this one writes
+		select {
+		case <-after:
+		case <-ctx.Done():
+			return supplyplan.ImportJob{}, ctx.Err()
+		}
 	}
 	if len(res.Demand) > 0 {
 		if m.sys.cfg.Demand == nil {
-			return errors.New("no demand store configured")
+			return supplyplan.ImportJob{}, errors.New("no demand store configured")
 		}
 		if err := retry(ctx, func() error { return m.sys.cfg.Demand.UpsertWeeks(ctx, orgID, res.Demand) }); err != nil {
-			return fmt.Errorf("write demand history: %w", err)
+			return supplyplan.ImportJob{}, fmt.Errorf("write demand history: %w", err)
 		}
 		m.sys.fc.bumpDemand(orgID)
 	}
-	_, err = tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+	return tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
 		cur, ok := st.ImportJobs[jobID]
 		if !ok {
-			return struct{}{}, nil, supplyplan.NotFound("Import job")
+			return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
 		}
 		if cur.NextRow != start {
-			return struct{}{}, nil, nil
+			return *cur, nil, nil
 		}
 		j := *cur
 		progress(&j, res, end-start, end)
-		return struct{}{}, []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j)}, nil
+		return j, jobRecords(orgID, cur, j), nil
 	})
-	return err
 }
 
+// progress records a chunk in the job: counts, errors and where to resume. The first chunk marks the
+// job PROCESSING; the last one (next == RowCount) finishes it, so a one-chunk job costs one write.
 func progress(j *supplyplan.ImportJob, res supplyplan.ImportResult, rows, next int) {
 	j.Errors = slices.Clone(j.Errors)
 	j.ProcessedCount += rows
@@ -330,6 +428,22 @@ func progress(j *supplyplan.ImportJob, res supplyplan.ImportResult, rows, next i
 	j.AppliedCount += res.Applied
 	j.AddErrors(res.Errors)
 	j.NextRow = next
+	now := supplyplan.Now()
+	if j.Status == supplyplan.JobPending {
+		j.Status, j.StartedAt = supplyplan.JobProcessing, &now
+	}
+	if next >= j.RowCount && !j.DryRun {
+		finish(j, now)
+	}
+}
+
+// finish moves a job to COMPLETED, or FAILED when no row could be applied.
+func finish(j *supplyplan.ImportJob, now time.Time) {
+	j.CompletedAt = &now
+	j.Status = supplyplan.JobCompleted
+	if j.AppliedCount == 0 {
+		j.Status, j.Message = supplyplan.JobFailed, "No row could be applied; see errors"
+	}
 }
 
 // retry runs fn up to 5 times with backoff while it fails and ctx lives.
@@ -357,8 +471,29 @@ func (m *importManager) update(ctx context.Context, orgID, jobID string, fn func
 		}
 		j := *cur
 		fn(&j)
-		return j, []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j)}, nil
+		return j, jobRecords(orgID, cur, j), nil
 	})
+}
+
+// jobRecords stores a job; when this write finishes it, the job's import.* event goes into the
+// tenant's outbox in the same journal entry, so the event is never lost between the two.
+func jobRecords(orgID string, prev *supplyplan.ImportJob, j supplyplan.ImportJob) []supplyplan.Record {
+	recs := []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, j.JobID, &j)}
+	if j.Done() && !j.DryRun && (prev == nil || !prev.Done()) {
+		recs = append(recs, supplyplan.EventRecord(importEvent(orgID, j)))
+	}
+	return recs
+}
+
+// importEvent is the import.completed, .partial or .failed event of a finished job. Its id is
+// derived from the job, so the outbox copy and the bus copy are the same event.
+func importEvent(orgID string, j supplyplan.ImportJob) supplyplan.DomainEvent {
+	ts := supplyplan.Now()
+	if j.CompletedAt != nil {
+		ts = *j.CompletedAt
+	}
+	return supplyplan.DomainEvent{ID: "evt_" + j.JobID, Type: j.Outcome(), OrganizationID: orgID, Timestamp: ts,
+		Data: ImportEventData(j)}
 }
 
 // fail marks a job FAILED (best effort; logged when even that fails).
@@ -377,13 +512,13 @@ func (m *importManager) fail(orgID, jobID, msg string) {
 	m.publish(orgID, j)
 }
 
-// publish announces a finished job on the event bus (import.completed, .partial or .failed).
+// publish announces a finished job on the event bus (import.completed, .partial or .failed) once
+// it, and its outbox entry, are durable.
 func (m *importManager) publish(orgID string, j supplyplan.ImportJob) {
 	if m.sys.cfg.Events == nil {
 		return
 	}
-	m.sys.cfg.Events.Publish(supplyplan.DomainEvent{ID: supplyplan.NewID("evt"), Type: j.Outcome(),
-		OrganizationID: orgID, Timestamp: supplyplan.Now(), Data: ImportEventData(j)})
+	m.sys.cfg.Events.Publish(importEvent(orgID, j))
 }
 
 // ImportEventData is the payload of import.* events.
@@ -394,7 +529,8 @@ func ImportEventData(j supplyplan.ImportJob) map[string]any {
 }
 
 // SubmitImport stores the body durably, records the PENDING job, and queues it.
-func (s *System) SubmitImport(ctx context.Context, p supplyplan.Principal, kind supplyplan.ImportKind, body []byte, rowCount int) (supplyplan.ImportJob, error) {
+func (s *System) SubmitImport(ctx context.Context, p supplyplan.Principal, kind supplyplan.ImportKind, body []byte, rows []json.RawMessage) (supplyplan.ImportJob, error) {
+	rowCount := len(rows)
 	m := s.imports
 	jobID := supplyplan.NewID("job")
 	path := m.payloadPath(p.OrgID, jobID)
@@ -413,8 +549,10 @@ func (s *System) SubmitImport(ctx context.Context, p supplyplan.Principal, kind 
 	}
 	m.mu.Lock()
 	m.bodies[jobID] = body
+	m.split[jobID] = rows
+	m.decoders[jobID] = startDecode(kind, rows, 0, m.chunkOf(kind))
 	m.mu.Unlock()
-	m.enqueue(p.OrgID, jobID)
+	m.enqueue(p.OrgID, jobID, kind)
 	return job, nil
 }
 

@@ -3,31 +3,9 @@ package actors
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/supplyplan/supplyplan"
 )
-
-// signalLocks serializes demand-signal writes per organization: the ClickHouse store's dedup is a
-// read-then-write that needs one writer per tenant.
-type signalLocks struct {
-	mu sync.Mutex
-	m  map[string]*sync.Mutex
-}
-
-func (l *signalLocks) of(org string) *sync.Mutex {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.m == nil {
-		l.m = map[string]*sync.Mutex{}
-	}
-	m := l.m[org]
-	if m == nil {
-		m = &sync.Mutex{}
-		l.m[org] = m
-	}
-	return m
-}
 
 // ApplySignals implements supplyplan.SignalSink: each batch goes to its tenant actor, which checks
 // the product and location of every signal (a product may be named by id or sku), then the valid
@@ -71,10 +49,9 @@ func (s *System) ApplySignals(ctx context.Context, orgID string, signals []suppl
 	if s.cfg.Demand == nil {
 		return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "No demand store configured")
 	}
-	lock := s.signals.of(orgID)
-	lock.Lock()
+	// Concurrent calls for one tenant are fine: the embedded store group-commits them and dedups in
+	// its committer; the ClickHouse store serializes its read-then-write per organization itself.
 	fresh, err := s.cfg.Demand.AddSignals(ctx, orgID, c.valid)
-	lock.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("add demand signals: %w", err)
 	}
@@ -94,7 +71,11 @@ func (s *System) ApplySignals(ctx context.Context, orgID string, signals []suppl
 	return out, nil
 }
 
-// signalsApplied is the hook for what reacts to live demand (alerts add spike detection here).
-func (s *System) signalsApplied(orgID string, signals []supplyplan.DemandSignal, fresh []bool) {}
+// signalsApplied reacts to live demand: the tenant's alerts are evaluated again (spikes,
+// stockout risk, and every rule whose demand rate moved), debounced by SignalDebounce so that a
+// steady stream of signals costs one evaluation per interval.
+func (s *System) signalsApplied(orgID string, _ []supplyplan.DemandSignal, _ []bool) {
+	s.alerts.scheduleIn(orgID, s.cfg.Outbound.SignalDebounce)
+}
 
 var _ supplyplan.SignalSink = (*System)(nil)

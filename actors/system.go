@@ -26,6 +26,8 @@ type Config struct {
 	Events supplyplan.EventPublisher
 	// Imports configures bulk import jobs.
 	Imports ImportConfig
+	// Outbound configures alerts, outbound webhooks and billing.
+	Outbound OutboundConfig
 	// Forecaster predicts demand for transfers (nil: no demand is forecast).
 	Forecaster supplyplan.Forecaster
 	// Transfers configures transfer recommendations.
@@ -42,9 +44,12 @@ type System struct {
 	platformPID *actor.PID
 	index       atomic.Pointer[platformIndex]
 	imports     *importManager
+	deliveries  *deliveryManager
+	relay       *eventRelay
+	alerts      *alertEvaluator
+	outbounds   sync.Map // owner -> *actor.PID
 	fc          *forecaster
 	changes     *changeRecorder
-	signals     signalLocks
 	stop        chan struct{}
 	background  sync.WaitGroup
 
@@ -69,6 +74,10 @@ func NewSystem(cfg Config) *System {
 	s := &System{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	s.index.Store(buildIndex(supplyplan.NewPlatformState()))
 	s.imports = newImportManager(s, cfg.Imports)
+	s.cfg.Outbound.defaults()
+	s.deliveries = newDeliveryManager(s, &s.cfg.Outbound)
+	s.relay = newEventRelay(s, &s.cfg.Outbound)
+	s.alerts = newAlertEvaluator(s, &s.cfg.Outbound)
 	s.fc = newForecaster(s)
 	s.changes = newChangeRecorder(s)
 	if s.cfg.Forecaster == nil {
@@ -109,7 +118,7 @@ func (s *System) Open(ctx context.Context) error {
 		return err
 	}
 	s.every(s.cfg.Transfers.SweepEvery, s.sweepRecommendations)
-	return nil
+	return s.openOutbound(ctx, orgs)
 }
 
 // every runs fn on a ticker until Close.
@@ -148,8 +157,13 @@ func (s *System) Close(ctx context.Context) error {
 	if err := s.imports.close(ctx); err != nil {
 		s.log.Warn("import jobs did not stop in time", "err", err)
 	}
+	s.closeOutbound(ctx)
 	var pids []*actor.PID
 	s.tenants.Range(func(_, v any) bool {
+		pids = append(pids, v.(*actor.PID))
+		return true
+	})
+	s.outbounds.Range(func(_, v any) bool {
 		pids = append(pids, v.(*actor.PID))
 		return true
 	})

@@ -77,17 +77,28 @@ func (s *System) GenerateRecommendations(ctx context.Context, p supplyplan.Princ
 	for _, ps := range snap {
 		evaluated[ps.ProductID] = true
 	}
-	res, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.GenerateResult, []supplyplan.Record, error) {
+	type generated struct {
+		res supplyplan.GenerateResult
+		evs []supplyplan.DomainEvent
+	}
+	g, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (generated, []supplyplan.Record, error) {
 		r, recs := st.ApplyProposals(props, evaluated, locID, cfg.Expiry, now)
-		return r, recs, nil
+		var out outbox
+		for _, c := range r.Created {
+			out.add(p.OrgID, "recommendation.created", recommendationEvent(c))
+		}
+		for _, rec := range recs {
+			if x, ok := rec.Value.(*supplyplan.Recommendation); ok && x.Status == supplyplan.RecExpired {
+				out.add(p.OrgID, "recommendation.expired", recommendationEvent(*x))
+			}
+		}
+		return generated{r, out.events}, append(recs, out.records()...), nil
 	})
 	if err != nil {
-		return res, err
+		return g.res, err
 	}
-	for _, r := range res.Created {
-		s.publish(p.OrgID, "recommendation.created", recommendationEvent(r))
-	}
-	return res, nil
+	s.publishAll(g.evs)
+	return g.res, nil
 }
 
 // proposeParallel runs the engine over products on every core, keeping product order.
@@ -181,34 +192,44 @@ func (s *System) GetRecommendation(ctx context.Context, p supplyplan.Principal, 
 // ApproveRecommendation approves a PENDING recommendation.
 func (s *System) ApproveRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, error) {
 	now := supplyplan.Now()
-	r, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Recommendation, []supplyplan.Record, error) {
-		return st.ChangeRecommendation(id, func(r supplyplan.Recommendation) (supplyplan.Recommendation, error) {
-			return r.Approve(p.Actor(), comment, now)
-		})
+	return s.changeRecommendation(ctx, p, id, "recommendation.approved", func(r supplyplan.Recommendation) (supplyplan.Recommendation, error) {
+		return r.Approve(p.Actor(), comment, now)
+	})
+}
+
+// changeRecommendation applies approve or reject and its event in one transaction.
+func (s *System) changeRecommendation(ctx context.Context, p supplyplan.Principal, id, typ string, fn func(supplyplan.Recommendation) (supplyplan.Recommendation, error)) (supplyplan.Recommendation, error) {
+	type changed struct {
+		rec supplyplan.Recommendation
+		evs []supplyplan.DomainEvent
+	}
+	c, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (changed, []supplyplan.Record, error) {
+		r, recs, err := st.ChangeRecommendation(id, fn)
+		if err != nil {
+			return changed{}, nil, err
+		}
+		var out outbox
+		out.add(p.OrgID, typ, recommendationEvent(r))
+		return changed{r, out.events}, append(recs, out.records()...), nil
 	})
 	if err == nil {
-		s.publish(p.OrgID, "recommendation.approved", recommendationEvent(r))
+		s.publishAll(c.evs)
 	}
-	return r, err
+	return c.rec, err
 }
 
 // RejectRecommendation rejects a PENDING or APPROVED recommendation.
 func (s *System) RejectRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, error) {
 	now := supplyplan.Now()
-	r, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Recommendation, []supplyplan.Record, error) {
-		return st.ChangeRecommendation(id, func(r supplyplan.Recommendation) (supplyplan.Recommendation, error) {
-			return r.Reject(p.Actor(), comment, now)
-		})
+	return s.changeRecommendation(ctx, p, id, "recommendation.rejected", func(r supplyplan.Recommendation) (supplyplan.Recommendation, error) {
+		return r.Reject(p.Actor(), comment, now)
 	})
-	if err == nil {
-		s.publish(p.OrgID, "recommendation.rejected", recommendationEvent(r))
-	}
-	return r, err
 }
 
 type executed struct {
 	rec supplyplan.Recommendation
 	trf supplyplan.Transfer
+	evs []supplyplan.DomainEvent
 }
 
 // ExecuteRecommendation executes an APPROVED recommendation: its transfer is created and the
@@ -217,11 +238,16 @@ func (s *System) ExecuteRecommendation(ctx context.Context, p supplyplan.Princip
 	now := supplyplan.Now()
 	x, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (executed, []supplyplan.Record, error) {
 		r, t, recs, err := st.ExecuteRecommendation(id, p.Actor(), comment, now)
-		return executed{r, t}, recs, err
+		if err != nil {
+			return executed{}, nil, err
+		}
+		var out outbox
+		out.add(p.OrgID, "recommendation.executed", recommendationEvent(r))
+		out.add(p.OrgID, "transfer.created", t)
+		return executed{r, t, out.events}, append(recs, out.records()...), nil
 	})
 	if err == nil {
-		s.publish(p.OrgID, "recommendation.executed", recommendationEvent(x.rec))
-		s.publish(p.OrgID, "transfer.created", x.trf)
+		s.publishAll(x.evs)
 	}
 	return x.rec, x.trf, err
 }
@@ -236,13 +262,33 @@ func (s *System) ListTransfers(ctx context.Context, p supplyplan.Principal, f su
 // CreateTransfer creates a manual transfer (DRAFT, quantity reserved at the source).
 func (s *System) CreateTransfer(ctx context.Context, p supplyplan.Principal, in supplyplan.TransferInput) (supplyplan.Transfer, error) {
 	now := supplyplan.Now()
-	t, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, error) {
-		return st.CreateTransfer(in, p.Actor(), now)
+	return s.transferTx(ctx, p, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, string, error) {
+		t, recs, err := st.CreateTransfer(in, p.Actor(), now)
+		return t, recs, "transfer.created", err
+	})
+}
+
+// transferTx runs a transfer change and its event (named by fn, "" for none) in one transaction.
+func (s *System) transferTx(ctx context.Context, p supplyplan.Principal, fn func(*supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, string, error)) (supplyplan.Transfer, error) {
+	type done struct {
+		t   supplyplan.Transfer
+		evs []supplyplan.DomainEvent
+	}
+	d, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (done, []supplyplan.Record, error) {
+		t, recs, typ, err := fn(st)
+		if err != nil {
+			return done{}, nil, err
+		}
+		var out outbox
+		if typ != "" {
+			out.add(p.OrgID, typ, t)
+		}
+		return done{t, out.events}, append(recs, out.records()...), nil
 	})
 	if err == nil {
-		s.publish(p.OrgID, "transfer.created", t)
+		s.publishAll(d.evs)
 	}
-	return t, err
+	return d.t, err
 }
 
 // GetTransfer returns one transfer.
@@ -256,14 +302,18 @@ func (s *System) GetTransfer(ctx context.Context, p supplyplan.Principal, id str
 // UpdateTransfer moves a transfer along its states.
 func (s *System) UpdateTransfer(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.TransferUpdate) (supplyplan.Transfer, error) {
 	now := supplyplan.Now()
-	before, _ := s.GetTransfer(ctx, p, id)
-	t, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, error) {
-		return st.UpdateTransfer(id, in, p.Actor(), now)
+	return s.transferTx(ctx, p, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, string, error) {
+		var before supplyplan.TransferStatus
+		if cur, ok := st.Transfers[id]; ok {
+			before = cur.Status
+		}
+		t, recs, err := st.UpdateTransfer(id, in, p.Actor(), now)
+		typ := ""
+		if err == nil && t.Status != before {
+			typ = "transfer." + transferEventName(t.Status)
+		}
+		return t, recs, typ, err
 	})
-	if err == nil && t.Status != before.Status {
-		s.publish(p.OrgID, "transfer."+transferEventName(t.Status), t)
-	}
-	return t, err
 }
 
 func transferEventName(st supplyplan.TransferStatus) string {
@@ -291,17 +341,19 @@ func (s *System) sweepRecommendations(ctx context.Context) {
 	now := supplyplan.Now()
 	s.tenants.Range(func(k, _ any) bool {
 		org := k.(string)
-		expired, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) ([]supplyplan.Record, []supplyplan.Record, error) {
+		evs, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
 			recs := st.ExpireDue(now)
-			return recs, recs, nil
+			var out outbox
+			for _, r := range recs {
+				out.add(org, "recommendation.expired", recommendationEvent(*r.Value.(*supplyplan.Recommendation)))
+			}
+			return out.events, append(recs, out.records()...), nil
 		})
 		if err != nil {
 			s.log.Warn("recommendation sweep failed", "org", org, "err", err)
 			return true
 		}
-		for _, r := range expired {
-			s.publish(org, "recommendation.expired", recommendationEvent(*r.Value.(*supplyplan.Recommendation)))
-		}
+		s.publishAll(evs)
 		return true
 	})
 }
@@ -312,13 +364,32 @@ func recommendationEvent(r supplyplan.Recommendation) supplyplan.Recommendation 
 	return r
 }
 
-// publish puts a domain event on the bus.
-func (s *System) publish(orgID, typ string, data any) {
+// outbox collects the events of one transaction: their records go into the tenant's outbox in the
+// same journal entry as the change, so an event is never lost between the change and its delivery
+// (the relay drains the outbox); publishAll puts them on the bus once the entry is durable.
+type outbox struct{ events []supplyplan.DomainEvent }
+
+func (o *outbox) add(orgID, typ string, data any) {
+	o.events = append(o.events, supplyplan.DomainEvent{ID: supplyplan.NewID("evt"), Type: typ, OrganizationID: orgID,
+		Timestamp: supplyplan.Now(), Data: data})
+}
+
+func (o *outbox) records() []supplyplan.Record {
+	recs := make([]supplyplan.Record, len(o.events))
+	for i, e := range o.events {
+		recs[i] = supplyplan.EventRecord(e)
+	}
+	return recs
+}
+
+// publishAll puts durable events on the bus.
+func (s *System) publishAll(evs []supplyplan.DomainEvent) {
 	if s.cfg.Events == nil {
 		return
 	}
-	s.cfg.Events.Publish(supplyplan.DomainEvent{ID: supplyplan.NewID("evt"), Type: typ, OrganizationID: orgID,
-		Timestamp: supplyplan.Now(), Data: data})
+	for _, e := range evs {
+		s.cfg.Events.Publish(e)
+	}
 }
 
 var _ supplyplan.TransferService = (*System)(nil)

@@ -376,14 +376,15 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 			if d.err != nil {
 				break
 			}
-			_, dup := t.signals[id]
+			k := keyOf(id)
+			_, dup := t.signals[k]
 			if fresh != nil {
 				*fresh = append(*fresh, !dup)
 			}
 			if dup {
 				continue
 			}
-			t.signals[cloneString(id)] = struct{}{}
+			t.signals[k] = struct{}{}
 			c := t.seriesFor(key).at(day)
 			c.signals += qty
 			c.flags |= cellSignals
@@ -417,7 +418,15 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 		for i := 0; i < n && d.err == nil; i++ {
 			id := d.view()
 			if d.err == nil {
-				t.signals[cloneString(id)] = struct{}{}
+				t.signals[keyOf(id)] = struct{}{}
+			}
+		}
+	case recSigKeys:
+		n := d.count()
+		for i := 0; i < n && d.err == nil; i++ {
+			k := d.sigKey()
+			if d.err == nil {
+				t.signals[k] = struct{}{}
 			}
 		}
 	default:

@@ -169,7 +169,7 @@ func (s *EmbeddedStore) replayLog(path string, newest bool) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if len(p) > 0 && (p[0] == recCells || p[0] == recSigIDs || p[0] == recEnd) {
+		if len(p) > 0 && (p[0] == recCells || p[0] == recSigIDs || p[0] == recSigKeys || p[0] == recEnd) {
 			return 0, fmt.Errorf("open demand store: %s holds a snapshot record at offset %d", filepath.Base(path), fr.off)
 		}
 		if err := s.apply(p, nil); err != nil {
@@ -198,7 +198,7 @@ func (s *EmbeddedStore) loadSnapshot(path string) (int64, error) {
 		if len(p) == 1 && p[0] == recEnd {
 			return fr.off, nil
 		}
-		if p[0] != recCells && p[0] != recSigIDs {
+		if p[0] != recCells && p[0] != recSigIDs && p[0] != recSigKeys {
 			return 0, fmt.Errorf("open demand store: %s holds a log record", filepath.Base(path))
 		}
 		if err := s.apply(p, nil); err != nil {
@@ -356,9 +356,9 @@ func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tena
 	for k, sr := range t.series {
 		all = append(all, snapSeries{k, slices.Clone(sr.cells)})
 	}
-	ids := make([]string, 0, len(t.signals))
-	for id := range t.signals {
-		ids = append(ids, id)
+	ids := make([]sigKey, 0, len(t.signals))
+	for k := range t.signals {
+		ids = append(ids, k)
 	}
 	t.mu.RUnlock()
 
@@ -406,18 +406,14 @@ func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tena
 		all = all[n:]
 	}
 	for len(ids) > 0 {
-		n, bytes := 0, 0
-		for n < len(ids) && (n == 0 || bytes < frameTarget) {
-			bytes += len(ids[n]) + 2
-			n++
-		}
+		n := min(len(ids), frameTarget/len(sigKey{}))
 		var start int
 		buf, start = beginFrame(buf[:0])
-		buf = append(buf, recSigIDs)
+		buf = append(buf, recSigKeys)
 		buf = putString(buf, org)
 		buf = binary.AppendUvarint(buf, uint64(n))
-		for _, id := range ids[:n] {
-			buf = putString(buf, id)
+		for _, k := range ids[:n] {
+			buf = append(buf, k[:]...)
 		}
 		if err := write(endFrame(buf, start)); err != nil {
 			return buf, err

@@ -64,12 +64,12 @@ type tenant struct {
 	mu      sync.RWMutex
 	series  map[supplyplan.DemandKey]*series
 	items   map[item][]*series  // every channel of a sku and location
-	signals map[string]struct{} // ids of the applied signals
+	signals map[sigKey]struct{} // keys of the applied signal ids
 }
 
 func newTenant() *tenant {
 	return &tenant{series: map[supplyplan.DemandKey]*series{}, items: map[item][]*series{},
-		signals: map[string]struct{}{}}
+		signals: map[sigKey]struct{}{}}
 }
 
 // seriesFor returns the series of key, creating it (with private copies of the strings, so that

@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,9 +36,31 @@ const (
 	recUpsert  byte = 1 // org, n, n x (flags, [sku, location, channel], day, actual, forecast)
 	recSignals byte = 2 // org, n, n x (id, sku, location, channel, day, quantity)
 	recCells   byte = 3 // org, nseries, nseries x (sku, location, channel, ncells, ncells x cell)
-	recSigIDs  byte = 4 // org, n, n x id
+	recSigIDs  byte = 4 // org, n, n x id (snapshots of earlier versions; read only)
 	recEnd     byte = 5 // last frame of a complete snapshot
+	recSigKeys byte = 6 // org, n, n x 16-byte key of a signal id
 )
+
+// sigKey identifies an applied signal id in the dedup set: the first 16 bytes of its SHA-256. A set
+// of fixed-size keys holds no pointers, so the garbage collector never scans it (a set of id strings
+// grew into the collector's largest cost), and a collision needs about 2^64 ids.
+type sigKey [16]byte
+
+func keyOf(id string) sigKey {
+	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(id), len(id)))
+	return sigKey(sum[:16])
+}
+
+func (d *dec) sigKey() sigKey {
+	var k sigKey
+	if len(d.b) < len(k) {
+		d.fail()
+		return k
+	}
+	copy(k[:], d.b)
+	d.b = d.b[len(k):]
+	return k
+}
 
 const (
 	rowStockout = 1 << 0

@@ -3,6 +3,8 @@ package http
 import (
 	"encoding/json"
 	"errors"
+	"math"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -51,6 +53,9 @@ func writeError(ctx *fasthttp.RequestCtx, err error) {
 	body := errorBody{Error: e.Message, Code: e.Code, Details: e.Details, Feature: e.Feature, Entitlement: e.Entitlement}
 	if e.Code == supplyplan.EINTERNAL {
 		body.Error, body.Details = "Internal error", nil
+	}
+	if e.RetryAfter > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	writeErrorBody(ctx, StatusOf(e.Code), body)
 }

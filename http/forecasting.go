@@ -18,6 +18,7 @@ func (s *Server) getForecast(r *Request) error {
 		ScenarioID:      q.String("scenarioId"),
 		Model:           q.String("model"),
 		Point:           q.Enum("point", []string{"median", "mean", "mape"}),
+		Transform:       q.Enum("transform", []string{"auto", "none", "log"}),
 		Limit:           q.Int("limit", supplyplan.DefaultPageLimit, 1, supplyplan.MaxForecastPage),
 		Offset:          q.Int("offset", 0, 0, 1<<31-1),
 	}

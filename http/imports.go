@@ -102,6 +102,11 @@ func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
 			return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
 				Details: map[string][]string{"body": {"must be at most " + itoa(s.cfg.ImportMaxBytes) + " bytes"}}}
 		}
+		if !dry {
+			// fasthttp reuses its buffer after the handler returns: the job gets its own copy, and the
+			// rows split from it alias memory the job owns.
+			body = bytes.Clone(body)
+		}
 		rows, err := supplyplan.SplitImportBody(kind, body, s.cfg.ImportMaxRows)
 		if err != nil {
 			return err
@@ -113,8 +118,7 @@ func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
 			}
 			return r.JSON(fasthttp.StatusOK, viewJob(j))
 		}
-		// The body is copied: fasthttp reuses its buffer after the handler returns.
-		j, err := s.svc.Imports.SubmitImport(r.Context, r.Principal, kind, bytes.Clone(body), len(rows))
+		j, err := s.svc.Imports.SubmitImport(r.Context, r.Principal, kind, body, rows)
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ func (s *Server) routes() {
 	rt.handle("GET", "/api/platform/events", s.platform(s.listGlobalEvents))
 	rt.handle("POST", "/api/platform/events", s.platform(s.createGlobalEvent))
 	rt.handle("DELETE", "/api/platform/events/:id", s.platform(s.deleteGlobalEvent))
+	rt.handle("GET", "/api/platform/organizations/:id/billing", s.platform(s.getBilling))
 	s.mcpPlatformRoutes()
 
 	// Forecasting: scenarios and external events.
@@ -78,6 +79,31 @@ func (s *Server) routes() {
 	rt.handle("GET", "/api/inventory/transfers/bins", s.tenant(tr, nil, s.transferBins))
 	rt.handle("GET", "/api/inventory/transfers/:id", s.tenant(tr, nil, s.getTransfer))
 	rt.handle("POST", "/api/inventory/transfers/:id", s.tenant(tw, nil, s.updateTransfer))
+
+	// Alerts (tenant administrator).
+	ar, aw := supplyplan.PermAlertsRead, supplyplan.PermAlertsWrite
+	rt.handle("GET", "/api/admin/alerts/config", s.tenant(ar, nil, s.getAlertConfig))
+	rt.handle("PUT", "/api/admin/alerts/config", s.tenant(aw, nil, s.putAlertConfig))
+	rt.handle("GET", "/api/admin/alerts/history", s.tenant(ar, nil, s.alertHistory))
+	rt.handle("POST", "/api/admin/alerts/trigger", s.tenant(aw, nil, s.triggerAlert))
+	rt.handle("POST", "/api/admin/alerts/evaluate", s.tenant(aw, nil, s.evaluateAlerts))
+
+	// Outbound webhook endpoints (tenant administrator).
+	wr, ww := supplyplan.PermWebhooksRead, supplyplan.PermWebhooksWrite
+	rt.handle("GET", "/api/webhooks/event-types", s.tenant(wr, nil, s.webhookEventTypes))
+	rt.handle("GET", "/api/webhooks/endpoints", s.tenant(wr, nil, s.listEndpoints))
+	rt.handle("POST", "/api/webhooks/endpoints", s.tenant(ww, nil, s.createEndpoint))
+	rt.handle("GET", "/api/webhooks/endpoints/:id", s.tenant(wr, nil, s.getEndpoint))
+	rt.handle("PUT", "/api/webhooks/endpoints/:id", s.tenant(ww, nil, s.updateEndpoint))
+	rt.handle("DELETE", "/api/webhooks/endpoints/:id", s.tenant(ww, nil, s.deleteEndpoint))
+	rt.handle("POST", "/api/webhooks/endpoints/:id/rotate-secret", s.tenant(ww, nil, s.rotateEndpointSecret))
+	rt.handle("GET", "/api/webhooks/endpoints/:id/deliveries", s.tenant(wr, nil, s.listDeliveries))
+	rt.handle("POST", "/api/webhooks/endpoints/:id/deliveries/:deliveryId/retry", s.tenant(ww, nil, s.retryDelivery))
+
+	// Inbound webhooks: the live payment-provider route (signature, no key) and the stubs.
+	rt.handle("POST", "/webhooks/payment-provider", s.paymentWebhook)
+	rt.handle("POST", "/api/webhooks/payment-provider", s.notImplementedWebhook)
+	rt.handle("POST", "/api/webhooks/retail-provider", s.notImplementedWebhook)
 }
 
 var healthBody = []byte(`{"status":"ok"}`)

@@ -31,6 +31,10 @@ type Config struct {
 	// RequestTimeout is each request's deadline.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
+	// PaymentWebhookSecret verifies POST /webhooks/payment-provider (PAYMENT_PROVIDER_WEBHOOK_SECRET).
+	PaymentWebhookSecret string
+	// Now is the clock of signature checks (tests); nil: time.Now.
+	Now func() time.Time
 }
 
 // Services are what the API calls.
@@ -41,6 +45,9 @@ type Services struct {
 	Catalog     supplyplan.CatalogService
 	Imports     supplyplan.ImportService
 	Demand      supplyplan.DemandReader
+	Alerts      supplyplan.AlertService
+	Webhooks    supplyplan.WebhookService
+	Billing     supplyplan.BillingService
 	Transfers   supplyplan.TransferService
 	Forecast    supplyplan.ForecastService
 	Signals     supplyplan.SignalPublisher
@@ -174,4 +181,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		}
 		writeError(ctx, err)
 	}
+}
+
+func (s *Server) now() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
 }

@@ -4,7 +4,7 @@
 # into the environment of `go test`. Idempotent: servers already running are reused.
 #
 #   ClickHouse: scripts/clickhouse.sh (127.0.0.1:19000) -> SUPPLYPLAN_TEST_CLICKHOUSE_ADDR
-#   Redis:      scripts/redis.sh (127.0.0.1:16379)      -> SUPPLYPLAN_TEST_REDIS_ADDR
+#   Redis:      scripts/redis.sh      (127.0.0.1:16379) -> SUPPLYPLAN_TEST_REDIS_ADDR
 #   The official MCP TypeScript SDK client: scripts/mcp-client.sh -> bin/mcp-client/
 #
 # When a server cannot be started the script fails if CI is set; otherwise it warns, and the tests

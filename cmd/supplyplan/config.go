@@ -27,11 +27,34 @@ type Config struct {
 	ClickHouseUser     string
 	ClickHousePassword string
 
-	ImportMaxRows  int
-	ImportMaxBytes int
-	ImportChunk    int
-	ImportWorkers  int
+	ImportMaxRows     int
+	ImportMaxBytes    int
+	ImportChunk       int
+	ImportDemandChunk int
+	ImportWorkers     int
 
+	RedisAddr              string
+	RedisPassword          string
+	RedisPrefix            string
+	SMTPAddr               string
+	SMTPFrom               string
+	SMTPUsername           string
+	SMTPPassword           string
+	SMTPStartTLS           string
+	SMTPInsecure           bool
+	WebhookAllowPriv       bool
+	WebhookTimeout         time.Duration
+	DeliveryWorkers        int
+	RetryBase              time.Duration
+	WebhookMaxAttempts     int
+	AlertMaxAttempts       int
+	AlertEvalInterval      time.Duration
+	AlertThresholds        string
+	AlertSignalDebounce    time.Duration
+	PlansFile              string
+	PaymentSecret          string
+	OpsAlertURL            string
+	FederationSecret       string
 	RecommendationExpiry   time.Duration
 	TransferWindowWeeks    int
 	TransferLeadTimeDays   float64
@@ -45,9 +68,6 @@ type Config struct {
 	ToolsSecret       string
 	MCPAllowedOrigins string
 	MCPPageSize       int
-	RedisAddr         string
-	RedisPassword     string
-	RedisPrefix       string
 
 	// Surfaces chooses what Open starts (serve: all; registry, tools: one). Zero means all.
 	Surfaces Surfaces
@@ -84,11 +104,30 @@ func DefaultConfig() Config {
 		ClickHouseUser:     envString("SUPPLYPLAN_CLICKHOUSE_USER", "default"),
 		ClickHousePassword: envString("SUPPLYPLAN_CLICKHOUSE_PASSWORD", ""),
 
-		ImportMaxRows:  envInt("SUPPLYPLAN_IMPORT_MAX_ROWS", 50000),
-		ImportMaxBytes: envInt("SUPPLYPLAN_IMPORT_MAX_BYTES", 32<<20),
-		ImportChunk:    envInt("SUPPLYPLAN_IMPORT_CHUNK", 5000),
-		ImportWorkers:  envInt("SUPPLYPLAN_IMPORT_WORKERS", 2),
+		ImportMaxRows:     envInt("SUPPLYPLAN_IMPORT_MAX_ROWS", 50000),
+		ImportMaxBytes:    envInt("SUPPLYPLAN_IMPORT_MAX_BYTES", 32<<20),
+		ImportChunk:       envInt("SUPPLYPLAN_IMPORT_CHUNK", 5000),
+		ImportDemandChunk: envInt("SUPPLYPLAN_IMPORT_DEMAND_CHUNK", 50000),
+		ImportWorkers:     envInt("SUPPLYPLAN_IMPORT_WORKERS", 2),
 
+		SMTPAddr:               envString("SUPPLYPLAN_SMTP_ADDR", ""),
+		SMTPFrom:               envString("SUPPLYPLAN_SMTP_FROM", "supplyplan@localhost"),
+		SMTPUsername:           envString("SUPPLYPLAN_SMTP_USERNAME", ""),
+		SMTPPassword:           envString("SUPPLYPLAN_SMTP_PASSWORD", ""),
+		SMTPStartTLS:           envString("SUPPLYPLAN_SMTP_STARTTLS", "auto"),
+		SMTPInsecure:           envBool("SUPPLYPLAN_SMTP_INSECURE_SKIP_VERIFY", false),
+		WebhookAllowPriv:       envBool("SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE", false),
+		WebhookTimeout:         envDuration("SUPPLYPLAN_WEBHOOK_TIMEOUT", 10*time.Second),
+		DeliveryWorkers:        envInt("SUPPLYPLAN_DELIVERY_WORKERS", 16),
+		RetryBase:              envDuration("SUPPLYPLAN_RETRY_BASE", 30*time.Second),
+		WebhookMaxAttempts:     envInt("SUPPLYPLAN_WEBHOOK_MAX_ATTEMPTS", 12),
+		AlertMaxAttempts:       envInt("SUPPLYPLAN_ALERT_MAX_ATTEMPTS", 5),
+		AlertEvalInterval:      envDuration("SUPPLYPLAN_ALERT_EVAL_INTERVAL", 15*time.Minute),
+		AlertThresholds:        envString("SUPPLYPLAN_ALERT_THRESHOLDS", ""),
+		PlansFile:              envString("SUPPLYPLAN_PLANS_FILE", ""),
+		PaymentSecret:          envString("PAYMENT_PROVIDER_WEBHOOK_SECRET", ""),
+		OpsAlertURL:            envString("SUPPLYPLAN_OPS_ALERT_URL", ""),
+		FederationSecret:       envString("SUPPLYPLAN_FEDERATION_WEBHOOK_SECRET", ""),
 		RecommendationExpiry:   envDuration("SUPPLYPLAN_RECOMMENDATION_EXPIRY", 72*time.Hour),
 		TransferWindowWeeks:    envInt("SUPPLYPLAN_TRANSFER_WINDOW_WEEKS", 8),
 		TransferLeadTimeDays:   envFloat("SUPPLYPLAN_TRANSFER_LEAD_TIME_DAYS", 3),
@@ -126,6 +165,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.ImportMaxRows, "import-max-rows", c.ImportMaxRows, "most rows in one import request; more is 413 (SUPPLYPLAN_IMPORT_MAX_ROWS)")
 	fs.IntVar(&c.ImportMaxBytes, "import-max-bytes", c.ImportMaxBytes, "largest import request body in bytes; more is 413 (SUPPLYPLAN_IMPORT_MAX_BYTES)")
 	fs.IntVar(&c.ImportChunk, "import-chunk", c.ImportChunk, "rows applied per tenant transaction by an import job (SUPPLYPLAN_IMPORT_CHUNK)")
+	fs.IntVar(&c.ImportDemandChunk, "import-demand-chunk", c.ImportDemandChunk, "demand-history rows written to the demand store per batch by an import job (SUPPLYPLAN_IMPORT_DEMAND_CHUNK)")
 	fs.IntVar(&c.ImportWorkers, "import-workers", c.ImportWorkers, "import jobs running at once across tenants (SUPPLYPLAN_IMPORT_WORKERS)")
 	fs.DurationVar(&c.RecommendationExpiry, "recommendation-expiry", c.RecommendationExpiry, "how long a PENDING transfer recommendation stays actionable (SUPPLYPLAN_RECOMMENDATION_EXPIRY)")
 	fs.IntVar(&c.TransferWindowWeeks, "transfer-window-weeks", c.TransferWindowWeeks, "weeks of stock projection behind transfer recommendations (SUPPLYPLAN_TRANSFER_WINDOW_WEEKS)")
@@ -139,9 +179,37 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.ToolsSecret, "tools-secret", c.ToolsSecret, "HMAC secret of tool confirmation tokens, the same on every node (default: generated into <data>/tools-secret) (SUPPLYPLAN_TOOLS_SECRET)")
 	fs.StringVar(&c.MCPAllowedOrigins, "mcp-allowed-origins", c.MCPAllowedOrigins, "comma-separated browser origins allowed on the MCP endpoints besides loopback ones (SUPPLYPLAN_MCP_ALLOWED_ORIGINS)")
 	fs.IntVar(&c.MCPPageSize, "mcp-page-size", c.MCPPageSize, "tools/list page size of the MCP endpoints (SUPPLYPLAN_MCP_PAGE_SIZE)")
-	fs.StringVar(&c.RedisAddr, "redis-addr", c.RedisAddr, "Redis address (distributed mode: gateway keys live there); empty: embedded (SUPPLYPLAN_REDIS_ADDR)")
+	fs.StringVar(&c.RedisAddr, "redis-addr", c.RedisAddr, "Redis address (distributed mode: alert cooldown state and the registry's gateway keys live there); empty: embedded (SUPPLYPLAN_REDIS_ADDR)")
 	fs.StringVar(&c.RedisPassword, "redis-password", c.RedisPassword, "Redis password (SUPPLYPLAN_REDIS_PASSWORD)")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key (SUPPLYPLAN_REDIS_PREFIX)")
+	fs.StringVar(&c.SMTPAddr, "smtp-addr", c.SMTPAddr, "SMTP server host:port for EMAIL alert destinations; empty: e-mail deliveries fail (SUPPLYPLAN_SMTP_ADDR)")
+	fs.StringVar(&c.SMTPFrom, "smtp-from", c.SMTPFrom, "From address of alert e-mails (SUPPLYPLAN_SMTP_FROM)")
+	fs.StringVar(&c.SMTPUsername, "smtp-username", c.SMTPUsername, "SMTP PLAIN auth user; empty: no auth (SUPPLYPLAN_SMTP_USERNAME)")
+	fs.StringVar(&c.SMTPPassword, "smtp-password", c.SMTPPassword, "SMTP PLAIN auth password (SUPPLYPLAN_SMTP_PASSWORD)")
+	fs.StringVar(&c.SMTPStartTLS, "smtp-starttls", c.SMTPStartTLS, "STARTTLS: auto (when offered), always, never (SUPPLYPLAN_SMTP_STARTTLS)")
+	fs.BoolVar(&c.SMTPInsecure, "smtp-insecure-skip-verify", c.SMTPInsecure, "do not verify the SMTP server's certificate (SUPPLYPLAN_SMTP_INSECURE_SKIP_VERIFY)")
+	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", c.WebhookAllowPriv, "allow webhook, chat and federation destinations on private, loopback and link-local addresses (SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE)")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "timeout of one delivery attempt (SUPPLYPLAN_WEBHOOK_TIMEOUT)")
+	fs.IntVar(&c.DeliveryWorkers, "delivery-workers", c.DeliveryWorkers, "delivery attempts in flight at once (SUPPLYPLAN_DELIVERY_WORKERS)")
+	fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "first retry delay; each next one is 4x longer, at most 12h, +-20% jitter (SUPPLYPLAN_RETRY_BASE)")
+	fs.IntVar(&c.WebhookMaxAttempts, "webhook-max-attempts", c.WebhookMaxAttempts, "attempts of a webhook delivery (12: about three days) (SUPPLYPLAN_WEBHOOK_MAX_ATTEMPTS)")
+	fs.IntVar(&c.AlertMaxAttempts, "alert-max-attempts", c.AlertMaxAttempts, "attempts of an alert delivery (SUPPLYPLAN_ALERT_MAX_ATTEMPTS)")
+	fs.DurationVar(&c.AlertEvalInterval, "alert-eval-interval", c.AlertEvalInterval, "scheduled alert evaluation of every tenant; negative: only on data changes (SUPPLYPLAN_ALERT_EVAL_INTERVAL)")
+	fs.DurationVar(&c.AlertSignalDebounce, "alert-signal-debounce", c.AlertSignalDebounce, "delay of the alert evaluation that live demand signals ask for; one per interval under a steady stream (SUPPLYPLAN_ALERT_SIGNAL_DEBOUNCE)")
+	fs.StringVar(&c.AlertThresholds, "alert-thresholds", c.AlertThresholds, "JSON file overriding alert thresholds (docs/alerts.md) (SUPPLYPLAN_ALERT_THRESHOLDS)")
+	fs.StringVar(&c.PlansFile, "plans-file", c.PlansFile, "JSON file mapping billing plans to entitlements and capabilities; empty: the embedded plans.json (SUPPLYPLAN_PLANS_FILE)")
+	fs.StringVar(&c.PaymentSecret, "payment-webhook-secret", c.PaymentSecret, "signing secret of POST /webhooks/payment-provider (PAYMENT_PROVIDER_WEBHOOK_SECRET)")
+	fs.StringVar(&c.OpsAlertURL, "ops-alert-url", c.OpsAlertURL, "chat incoming-hook URL receiving operations alerts such as payment failures (SUPPLYPLAN_OPS_ALERT_URL)")
+	fs.StringVar(&c.FederationSecret, "federation-webhook-secret", c.FederationSecret, "whsec_ secret signing federation events to merchant webhook URLs (SUPPLYPLAN_FEDERATION_WEBHOOK_SECRET)")
+}
+
+func envBool(name string, def bool) bool {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+	}
+	return def
 }
 
 func envString(name, def string) string {

@@ -336,3 +336,42 @@ func TestEventsRequireKnownProductAndLocation(t *testing.T) {
 		t.Fatalf("update to unknown location: %d", r.Status)
 	}
 }
+
+// Jobs of one tenant apply in submission order even when demand-history jobs overlap: the last
+// write of a week wins, and a job sees the catalog of the jobs submitted before it only.
+func TestImportJobsApplyInSubmissionOrder(t *testing.T) {
+	s := MustStart(t, "", func(c *Config) { c.ImportDemandChunk = 3 })
+	s.SeedCatalog([]string{"P"}, []string{"L"})
+	imp := map[string]string{"x-api-key": s.Key("import")}
+	post := func(kind string, body any) string {
+		return str(doRequest(t, s.URL, "POST", "/api/import/"+kind, imp, body).Must(t, 202), "jobId")
+	}
+	week := func(v, n int, sku string) map[string]any {
+		var recs []any
+		for i := 0; i < n; i++ {
+			recs = append(recs, map[string]any{"skuId": sku, "locationId": "L", "weekStarting": "2026-01-05", "actualDemand": v})
+		}
+		return map[string]any{"records": recs}
+	}
+	var ids []string
+	ids = append(ids, post("demand-history", week(1, 7, "P")))
+	ids = append(ids, post("demand-history", week(2, 5, "P")))
+	ids = append(ids, post("demand-history", week(5, 1, "NEW")))                                               // before NEW exists: rejected
+	ids = append(ids, post("catalog", map[string]any{"products": []any{map[string]any{"externalId": "NEW"}}})) // entity job: runs alone
+	ids = append(ids, post("demand-history", week(3, 4, "P")))
+	ids = append(ids, post("demand-history", week(6, 2, "NEW")))
+	var jobs []map[string]any
+	for _, id := range ids {
+		jobs = append(jobs, s.WaitJob(s.Key("import"), id))
+	}
+	if num(jobs[2], "failedCount") != 1 || num(jobs[5], "appliedCount") != 2 {
+		t.Fatalf("catalog ordering: %v / %v", jobs[2], jobs[5])
+	}
+	v := s.Key("VIEWER")
+	if h := s.Do("GET", "/api/demand/history?skuId=P&locationId=L", v, nil).Must(t, 200); num(h, "totalActualDemand") != 3 {
+		t.Fatalf("last write of the week = %v, want 3", h)
+	}
+	if h := s.Do("GET", "/api/demand/history?skuId=NEW&locationId=L", v, nil).Must(t, 200); num(h, "totalActualDemand") != 6 {
+		t.Fatalf("NEW = %v, want 6", h)
+	}
+}

@@ -524,17 +524,42 @@ func TestDistributedGatewayKeysInRedis(t *testing.T) {
 }
 
 func TestHealthWithRedisDown(t *testing.T) {
+	testRedisAddr(t) // the same skip/fail rule: redis-server must be installed
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server: %v", err)
+	}
+	// A private Redis that this test stops once the service is up (the service needs Redis to start).
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := ln.Addr().String()
+	addr := ln.Addr().String()
 	ln.Close()
-	e := startMain(t, t.TempDir(), func(c *Config) { c.RedisAddr = dead })
+	_, port, _ := net.SplitHostPort(addr)
+	redis := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := redis.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = redis.Process.Kill(); _ = redis.Wait() })
+	eventually(t, 10*time.Second, func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+
+	e := startMain(t, t.TempDir(), func(c *Config) { c.RedisAddr = addr })
+	if r := call(t, "GET", e.tools+"/health", nil, nil); r.status != 200 {
+		t.Fatalf("health with Redis up = %d %s", r.status, r.body)
+	}
+	_ = redis.Process.Kill()
+	_ = redis.Wait()
 	for _, url := range []string{e.tools + "/health", e.registry + "/health"} {
 		r := call(t, "GET", url, nil, nil)
 		if r.status != 503 || !strings.Contains(string(r.body), `"redis"`) || !strings.Contains(string(r.body), `"status":"unavailable"`) {
 			t.Fatalf("%s = %d %s", url, r.status, r.body)
 		}
 	}
-	r := call(t, "POST", e.registry+"/mcp", bearerH("sp_mcp_any"), map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"})
+	r := call(t, "POST", e.registry+"/mcp", bearerH(e.creds.Keys[supplyplan.CredGateway]), map[string]any{"jsonrpc": "2.0", "id": 1, "method": "ping"})
 	if r.status != 503 {
 		t.Fatalf("registry with Redis down = %d %s", r.status, r.body)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/supplyplan/supplyplan/actors"
 	"github.com/supplyplan/supplyplan/analytics"
 	sphttp "github.com/supplyplan/supplyplan/http"
+	"github.com/supplyplan/supplyplan/outbound"
 	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/rpc"
 	"github.com/supplyplan/supplyplan/streams"
@@ -37,6 +38,7 @@ type Main struct {
 	Kafka    *streams.SignalConsumer
 	System   *actors.System
 	API      *sphttp.Server
+	Sender   *outbound.Sender
 	Redis    *redisstore.Store
 	Tools    *sphttp.ToolServer
 	Registry *rpc.RegistryServer
@@ -48,7 +50,9 @@ type Main struct {
 	Forecaster supplyplan.Forecaster
 	Planning   supplyplan.PlanningToolService
 
-	mcp mcpParts // gateway key store, tool deps and health checks of the MCP surfaces
+	unsubscribe func()
+	gate        *redisstore.Gate
+	mcp         mcpParts // gateway key store, tool deps and health checks of the MCP surfaces
 }
 
 // NewMain returns an unopened Main; ready lines ("listening api http://...") go to out.
@@ -90,11 +94,17 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.Bus = streams.NewBus()
 
+	ob, err := m.outboundConfig()
+	if err != nil {
+		return err
+	}
 	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery,
-		Demand: m.Demand, Events: m.Bus,
-		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk, Workers: cfg.ImportWorkers},
+		Demand: m.Demand, Events: m.Bus, Outbound: ob,
+		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk,
+			DemandChunkSize: cfg.ImportDemandChunk, Workers: cfg.ImportWorkers},
 		Transfers: actors.TransferConfig{Expiry: cfg.RecommendationExpiry, WindowWeeks: cfg.TransferWindowWeeks,
 			LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc}})
+	m.unsubscribe = m.Bus.Subscribe(m.System.HandleEvent)
 	if err := m.System.Open(ctx); err != nil {
 		return err
 	}
@@ -128,9 +138,10 @@ func (m *Main) Open(ctx context.Context) error {
 	if cfg.Surfaces.all().API {
 		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
-			RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
+			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret},
 			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
 				Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System, Signals: m.Signals,
+				Alerts: m.System, Webhooks: m.System, Billing: m.System,
 				MCP: m.System, Gateway: m.mcp.gateway, Outbox: m.System})
 		if err := m.API.Open(); err != nil {
 			return err
@@ -184,6 +195,15 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.System != nil {
 		step("actors", func() error { return m.System.Close(ctx) })
+	}
+	if m.unsubscribe != nil {
+		m.unsubscribe()
+	}
+	if m.Sender != nil {
+		m.Sender.Close()
+	}
+	if m.gate != nil {
+		step("redis gate", func() error { return m.gate.Close(ctx) })
 	}
 	if m.Journal != nil {
 		step("journal", m.Journal.Close)
@@ -241,4 +261,59 @@ func lockDataDir(dir string) (*os.File, error) {
 type demandStore interface {
 	supplyplan.DemandStore
 	Open() error
+}
+
+// outboundConfig builds the sender and the alert, webhook and billing settings.
+func (m *Main) outboundConfig() (actors.OutboundConfig, error) {
+	cfg := m.Config
+	m.Sender = outbound.New(outbound.Config{AllowPrivate: cfg.WebhookAllowPriv, Timeout: cfg.WebhookTimeout,
+		SMTPAddr: cfg.SMTPAddr, SMTPFrom: cfg.SMTPFrom, SMTPUsername: cfg.SMTPUsername, SMTPPassword: cfg.SMTPPassword,
+		SMTPStartTLS: cfg.SMTPStartTLS, SMTPInsecure: cfg.SMTPInsecure})
+	ob := actors.OutboundConfig{Sender: m.Sender, Workers: cfg.DeliveryWorkers, AttemptTimeout: cfg.WebhookTimeout,
+		EvalInterval: cfg.AlertEvalInterval, SignalDebounce: cfg.AlertSignalDebounce, OpsAlertURL: cfg.OpsAlertURL, FederationSecret: cfg.FederationSecret,
+		Thresholds: supplyplan.DefaultAlertThresholds(), Plans: supplyplan.DefaultPlans()}
+	switch cfg.SMTPStartTLS {
+	case "auto", "always", "never":
+	default:
+		return ob, fmt.Errorf("--smtp-starttls must be auto, always or never")
+	}
+	if cfg.FederationSecret != "" {
+		if _, err := supplyplan.DecodeWebhookSecret(cfg.FederationSecret); err != nil {
+			return ob, fmt.Errorf("--federation-webhook-secret: %w", err)
+		}
+	}
+	ob.WebhookRetry, ob.AlertRetry = supplyplan.DefaultWebhookRetry, supplyplan.DefaultAlertRetry
+	ob.WebhookRetry.Base, ob.AlertRetry.Base = cfg.RetryBase, cfg.RetryBase
+	ob.WebhookRetry.MaxAttempts, ob.AlertRetry.MaxAttempts = max(cfg.WebhookMaxAttempts, 1), max(cfg.AlertMaxAttempts, 1)
+	if cfg.AlertThresholds != "" {
+		b, err := os.ReadFile(cfg.AlertThresholds)
+		if err != nil {
+			return ob, fmt.Errorf("--alert-thresholds: %w", err)
+		}
+		if ob.Thresholds, err = supplyplan.ParseAlertThresholds(b); err != nil {
+			return ob, fmt.Errorf("--alert-thresholds %s: %w", cfg.AlertThresholds, err)
+		}
+	}
+	if cfg.PlansFile != "" {
+		b, err := os.ReadFile(cfg.PlansFile)
+		if err != nil {
+			return ob, fmt.Errorf("--plans-file: %w", err)
+		}
+		if ob.Plans, err = supplyplan.ParsePlans(b); err != nil {
+			return ob, fmt.Errorf("--plans-file %s: %w", cfg.PlansFile, err)
+		}
+	}
+	if cfg.RedisAddr != "" {
+		g := redisstore.NewGate(redisstore.GateConfig{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := g.Open(ctx); err != nil {
+			return ob, err
+		}
+		m.gate, ob.Gate = g, g
+	}
+	if cfg.PaymentSecret == "" {
+		m.Log.Info("payment-provider webhook disabled: PAYMENT_PROVIDER_WEBHOOK_SECRET is not set")
+	}
+	return ob, nil
 }

@@ -41,6 +41,10 @@ var benches = []struct {
 	fn   benchFunc
 }{
 	{"api", benchAPI},
+	{"import", benchImport},
+	{"kafka", benchKafka},
+	{"deliveries", benchDeliveries},
+	{"alerteval", benchAlertEval},
 	{"mcp", benchMCP},
 }
 
@@ -51,6 +55,7 @@ type env struct {
 	concurrency int
 	tmp         string
 	self        string
+	serviceArgs []string
 }
 
 func main() {
@@ -71,6 +76,7 @@ func main() {
 	dur := flag.Duration("duration", 8*time.Second, "measurement time of each load phase")
 	conc := flag.Int("concurrency", 64, "concurrent client connections")
 	bin := flag.String("bin", "bin/supplyplan", "the supplyplan binary under test")
+	svcArgs := flag.String("service-args", "", "extra arguments of every started service (e.g. --debug-addr 127.0.0.1:6060 to profile)")
 	flag.Parse()
 
 	self, err := os.Executable()
@@ -80,7 +86,7 @@ func main() {
 	defer os.RemoveAll(tmp)
 	abs, err := filepath.Abs(*bin)
 	must(err)
-	e := &env{bin: abs, duration: *dur, concurrency: *conc, tmp: tmp, self: self}
+	e := &env{bin: abs, duration: *dur, concurrency: *conc, tmp: tmp, self: self, serviceArgs: strings.Fields(*svcArgs)}
 
 	var sections []section
 	for _, b := range benches {
@@ -171,8 +177,14 @@ func startService(e *env, extra ...string) (*service, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startServiceOn(e, data, extra...)
+}
+
+// startServiceOn starts the binary on an existing data dir.
+func startServiceOn(e *env, data string, extra ...string) (*service, error) {
 	args := append([]string{"serve", "--data", data, "--api-addr", "127.0.0.1:0",
 		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+	args = append(args, e.serviceArgs...)
 	cmd := exec.Command(e.bin, args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
@@ -276,4 +288,19 @@ func load(args []string) {
 	}
 	r, err := runLoad(spec)
 	fmt.Println(r.row(*method+" "+*url), err)
+}
+
+// profile fetches a 2-second CPU profile of the service under test into /tmp/<name>.prof when
+// BENCH_PROFILE names its debug address (run the service with --debug-addr through -service-args).
+func profile(name string) {
+	addr := os.Getenv("BENCH_PROFILE")
+	if addr == "" {
+		return
+	}
+	go func() {
+		st, b, err := call("GET", "http://"+addr+"/debug/pprof/profile?seconds=2", nil, nil)
+		if err == nil && st == 200 {
+			_ = os.WriteFile("/tmp/"+name+".prof", b, 0o644)
+		}
+	}()
 }

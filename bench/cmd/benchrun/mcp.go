@@ -165,16 +165,6 @@ func benchMCP(_ context.Context, e *env) (section, error) {
 	return section{Title: "MCP registry discovery endpoint and hosted tool service", Command: "go run ./bench/cmd/benchrun -only mcp", Body: b.String()}, nil
 }
 
-// between returns the text of s between the first open and the next close.
-func between(s, open, close string) string {
-	_, rest, ok := strings.Cut(s, open)
-	if !ok {
-		return ""
-	}
-	v, _, _ := strings.Cut(rest, close)
-	return v
-}
-
 // importAndWait posts an import and polls its job until it is COMPLETED.
 func importAndWait(base string, headers map[string]string, kind, body string) error {
 	status, resp, err := call("POST", base+"/api/import/"+kind, headers, []byte(body))

@@ -1,0 +1,251 @@
+package supplyplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// splitArray returns the raw elements of the top-level array under key of a JSON object, or
+// found=false when the object has no such key. b must be valid JSON (checked by the caller): the
+// scan then only needs to track strings and nesting. The last occurrence of a repeated key wins, as
+// with encoding/json. Elements alias b.
+func splitArray(b []byte, key string) (elems []json.RawMessage, isArray, found bool) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false, false
+	}
+	i++
+	for {
+		i = skipWS(b, i)
+		if i >= len(b) || b[i] == '}' {
+			return elems, isArray, found
+		}
+		if b[i] == ',' {
+			i++
+			continue
+		}
+		ks := i
+		i = skipString(b, i)
+		k := b[ks+1 : i-1]
+		match := string(k) == key
+		if !match && bytes.IndexByte(k, '\\') >= 0 {
+			var dk string
+			if json.Unmarshal(b[ks:i], &dk) == nil {
+				match = dk == key
+			}
+		}
+		i = skipWS(b, i)
+		i++ // ':'
+		i = skipWS(b, i)
+		vs := i
+		i = skipValue(b, i)
+		if !match {
+			continue
+		}
+		found = true
+		if b[vs] != '[' {
+			elems, isArray = nil, false
+			continue
+		}
+		isArray = true
+		elems = elems[:0]
+		j := vs + 1
+		for {
+			j = skipWS(b, j)
+			if j >= i-1 || b[j] == ']' {
+				break
+			}
+			if b[j] == ',' {
+				j++
+				continue
+			}
+			es := j
+			j = skipValue(b, j)
+			elems = append(elems, json.RawMessage(b[es:j]))
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] == '"'.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index after the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\r' && b[i] != '\t' {
+		i++
+	}
+	return i
+}
+
+// interner deduplicates the strings of one chunk (SKUs, locations and channels repeat a lot).
+type interner map[string]string
+
+func (in interner) of(b []byte) string {
+	if s, ok := in[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}
+
+// demandSlab holds the values a chunk's DemandHistoryRow pointers point into (one allocation).
+type demandSlab struct {
+	sku, loc, week, ch   string
+	actual, fcst, onHand float64
+	stockout             bool
+}
+
+// decodeDemandFast decodes a plain demand-history row (string fields without escapes, numbers,
+// booleans, nulls, unknown keys skipped) into slab and row; false means "use encoding/json".
+func decodeDemandFast(b []byte, in interner, slab *demandSlab, row *DemandHistoryRow) bool {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i++
+	for {
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '}':
+			return skipWS(b, i+1) == len(b)
+		case ',':
+			i++
+			continue
+		case '"':
+		default:
+			return false
+		}
+		ks := i + 1
+		i = skipString(b, i)
+		if i > len(b) {
+			return false
+		}
+		key := b[ks : i-1]
+		i = skipWS(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipWS(b, i+1)
+		if i >= len(b) {
+			return false
+		}
+		vs := i
+		i = skipValue(b, i)
+		v := b[vs:i]
+		if len(v) == 4 && string(v) == "null" {
+			continue
+		}
+		if !knownDemandKey(key) && foldsToDemandKey(key) {
+			return false // encoding/json matches keys case-insensitively: let it decide
+		}
+		switch string(key) {
+		case "skuId", "locationId", "weekStarting", "channel":
+			if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+				return false // escapes and invalid UTF-8 (replaced by U+FFFD) are encoding/json's job
+			}
+			s := in.of(v[1 : len(v)-1])
+			switch string(key) {
+			case "skuId":
+				slab.sku, row.SKU = s, &slab.sku
+			case "locationId":
+				slab.loc, row.LocationID = s, &slab.loc
+			case "weekStarting":
+				slab.week, row.WeekStarting = s, &slab.week
+			default:
+				slab.ch, row.Channel = s, &slab.ch
+			}
+		case "actualDemand", "forecastedDemand", "onHand":
+			if len(v) == 0 || v[0] == '"' || v[0] == '{' || v[0] == '[' || v[0] == 't' || v[0] == 'f' {
+				return false
+			}
+			f, err := strconv.ParseFloat(string(v), 64)
+			if err != nil {
+				return false
+			}
+			switch string(key) {
+			case "actualDemand":
+				slab.actual, row.ActualDemand = f, &slab.actual
+			case "forecastedDemand":
+				slab.fcst, row.ForecastedDemand = f, &slab.fcst
+			default:
+				slab.onHand, row.OnHand = f, &slab.onHand
+			}
+		case "stockout":
+			switch string(v) {
+			case "true":
+				slab.stockout = true
+			case "false":
+				slab.stockout = false
+			default:
+				return false
+			}
+			row.Stockout = &slab.stockout
+		}
+	}
+}
+
+var demandKeys = []string{"skuId", "locationId", "weekStarting", "channel", "actualDemand", "forecastedDemand", "onHand", "stockout"}
+
+func knownDemandKey(k []byte) bool {
+	for _, d := range demandKeys {
+		if string(k) == d {
+			return true
+		}
+	}
+	return false
+}
+
+func foldsToDemandKey(k []byte) bool {
+	for _, d := range demandKeys {
+		if bytes.EqualFold(k, []byte(d)) {
+			return true
+		}
+	}
+	return bytes.IndexByte(k, '\\') >= 0
+}
