@@ -209,10 +209,3 @@ type ToolKeyAuthenticator interface {
 type MerchantDirectory interface {
 	ListedMerchants() []Merchant
 }
-
-// Outbox is the hook the outbound webhook delivery drains: federation events such as
-// merchant.updated wait here, durably, until delivered.
-type Outbox interface {
-	PendingOutbox(ctx context.Context, limit int) ([]OutboxEvent, error)
-	MarkOutboxDelivered(ctx context.Context, id string) error
-}

@@ -16,36 +16,31 @@ const (
 	KindMerchant   = "merchant"
 	KindToolKey    = "toolkey"
 	KindGatewayKey = "gatewaykey"
-	KindOutbox     = "outbox"
 )
 
 func init() {
 	RegisterKind(KindMerchant, func() any { return new(MerchantProfile) })
 	RegisterKind(KindToolKey, func() any { return new(APIKey) })
 	RegisterKind(KindGatewayKey, func() any { return new(APIKey) })
-	RegisterKind(KindOutbox, func() any { return new(OutboxEvent) })
 }
 
 // MCP is the part of the platform state that serves the registry and the tool service: merchant
-// profiles, tool keys (per organization), gateway keys (registry callers, embedded mode) and the
-// outbox of federation events waiting for the outbound webhook delivery.
+// profiles, tool keys (per organization) and gateway keys (registry callers, embedded mode).
 type MCP struct {
 	Merchants   map[string]*MerchantProfile `json:"merchants,omitempty"`
 	ToolKeys    map[string]*APIKey          `json:"toolKeys,omitempty"`
 	GatewayKeys map[string]*APIKey          `json:"gatewayKeys,omitempty"`
-	Outbox      map[string]*OutboxEvent     `json:"outbox,omitempty"`
 }
 
 func newMCP() MCP {
-	return MCP{Merchants: map[string]*MerchantProfile{}, ToolKeys: map[string]*APIKey{},
-		GatewayKeys: map[string]*APIKey{}, Outbox: map[string]*OutboxEvent{}}
+	return MCP{Merchants: map[string]*MerchantProfile{}, ToolKeys: map[string]*APIKey{}, GatewayKeys: map[string]*APIKey{}}
 }
 
 // applyMCP applies the MCP record kinds; handled is false for any other kind.
 func (s *PlatformState) applyMCP(r Record) (handled bool, err error) {
 	if s.Merchants == nil { // a snapshot written before these maps existed
 		m := newMCP()
-		s.Merchants, s.ToolKeys, s.GatewayKeys, s.Outbox = m.Merchants, m.ToolKeys, m.GatewayKeys, m.Outbox
+		s.Merchants, s.ToolKeys, s.GatewayKeys = m.Merchants, m.ToolKeys, m.GatewayKeys
 	}
 	switch r.Kind {
 	case KindMerchant:
@@ -54,8 +49,6 @@ func (s *PlatformState) applyMCP(r Record) (handled bool, err error) {
 		return true, applyTo(s.ToolKeys, r)
 	case KindGatewayKey:
 		return true, applyTo(s.GatewayKeys, r)
-	case KindOutbox:
-		return true, applyTo(s.Outbox, r)
 	}
 	return false, nil
 }
@@ -169,20 +162,9 @@ func normalizeCategories(in []string) []string {
 	return out
 }
 
-// OutboxEvent is a federation event queued for the outbound webhook delivery. The delivery
-// machinery (signed outbound webhooks) drains it: PendingOutbox, then MarkOutboxDelivered.
-type OutboxEvent struct {
-	ID             string          `json:"id"`
-	Type           string          `json:"type"`
-	OrganizationID string          `json:"organizationId"`
-	TargetURL      string          `json:"targetUrl"`
-	Timestamp      time.Time       `json:"timestamp"`
-	Data           json.RawMessage `json:"data"`
-	DeliveredAt    *time.Time      `json:"deliveredAt,omitempty"`
-}
-
 // SetMerchant validates in and returns the new profile, its record and, when the profile changed
-// and has a webhook URL, a queued merchant.updated outbox event.
+// and has a webhook URL, a merchant.updated event in the platform outbox (same journal entry: the
+// outbound relay turns it into a signed delivery to that URL, see MerchantEventURL).
 func (s *PlatformState) SetMerchant(orgID string, in MerchantInput, now time.Time) (MerchantProfile, []Record, error) {
 	org, ok := s.Orgs[orgID]
 	if !ok {
@@ -213,8 +195,7 @@ func (s *PlatformState) SetMerchant(orgID string, in MerchantInput, now time.Tim
 	}
 	recs := []Record{Put(KindMerchant, orgID, &p)}
 	if p.WebhookURL != "" {
-		ev := merchantUpdatedEvent(*org, p, now)
-		recs = append(recs, Put(KindOutbox, ev.ID, &ev))
+		recs = append(recs, EventRecord(merchantUpdatedEvent(*org, p, now)))
 	}
 	return p, recs, nil
 }
@@ -226,40 +207,41 @@ func sameProfile(a, b MerchantProfile) bool {
 	return string(ja) == string(jb)
 }
 
-// merchantUpdatedEvent builds the merchant.updated federation event. Its data is the public view
-// of the merchant (never the webhook URL).
-func merchantUpdatedEvent(org Organization, p MerchantProfile, now time.Time) OutboxEvent {
-	data, _ := json.Marshal(map[string]any{
-		"organizationId": org.ID, "slug": org.Slug, "listed": p.Listed, "displayName": p.DisplayName,
-		"description": p.Description, "categories": p.Categories, "region": p.Region, "website": p.Website,
-		"capabilities": org.Capabilities, "updatedAt": p.UpdatedAt,
-	})
-	return OutboxEvent{ID: NewID("evt"), Type: merchantOutType, OrganizationID: org.ID, TargetURL: p.WebhookURL,
-		Timestamp: now, Data: data}
+// merchantUpdatedEvent builds the merchant.updated federation event, owned by the platform. Its
+// data is the public view of the merchant plus the webhook URL it is delivered to.
+func merchantUpdatedEvent(org Organization, p MerchantProfile, now time.Time) DomainEvent {
+	caps := org.Capabilities
+	if caps == nil {
+		caps = []string{}
+	}
+	return DomainEvent{ID: NewID("evt"), Type: EventMerchantUpdated, OrganizationID: PlatformOwner, Timestamp: now,
+		Data: map[string]any{
+			"organizationId": org.ID, "slug": org.Slug, "listed": p.Listed, "displayName": p.DisplayName,
+			"description": p.Description, "categories": p.Categories, "region": p.Region, "website": p.Website,
+			"capabilities": caps, "updatedAt": p.UpdatedAt, "webhookUrl": p.WebhookURL,
+		}}
 }
 
-// PendingOutbox returns undelivered outbox events, oldest first, at most limit (0: all).
-func (s *PlatformState) PendingOutbox(limit int) []OutboxEvent {
-	out := []OutboxEvent{}
-	for _, e := range s.Outbox {
-		if e.DeliveredAt == nil {
-			out = append(out, *e)
-		}
+// MerchantEventURL returns the webhook URL a merchant.updated event is delivered to ("" for any
+// other event).
+func MerchantEventURL(e DomainEvent) string {
+	if e.Type != EventMerchantUpdated {
+		return ""
 	}
-	slices.SortFunc(out, func(a, b OutboxEvent) int { return cmp.Compare(a.ID, b.ID) })
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	switch d := e.Data.(type) {
+	case map[string]any:
+		u, _ := d["webhookUrl"].(string)
+		return u
 	}
-	return out
-}
-
-// MarkOutboxDelivered records the delivery of an outbox event. Delivered events are deleted: the
-// delivery log of the webhooks machinery keeps the history.
-func (s *PlatformState) MarkOutboxDelivered(id string) ([]Record, error) {
-	if _, ok := s.Outbox[id]; !ok {
-		return nil, NotFound("Outbox event")
+	b, err := json.Marshal(e.Data)
+	if err != nil {
+		return ""
 	}
-	return []Record{Del(KindOutbox, id)}, nil
+	var v struct {
+		WebhookURL string `json:"webhookUrl"`
+	}
+	_ = json.Unmarshal(b, &v)
+	return v.WebhookURL
 }
 
 // Merchant is a listed organization with its profile: what the registry shows.

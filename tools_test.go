@@ -268,10 +268,17 @@ func TestMerchantProfileValidationAndOutbox(t *testing.T) {
 	for _, r := range recs {
 		_ = st.Apply(r)
 	}
-	out := st.PendingOutbox(0)
-	if len(out) != 1 || out[0].Type != "merchant.updated" || out[0].TargetURL != "https://hooks.example.com/sp" ||
-		strings.Contains(string(out[0].Data), "hooks.example.com") {
-		t.Fatalf("outbox = %+v", out)
+	out := st.PendingEventList()
+	if len(out) != 1 || out[0].Type != supplyplan.EventMerchantUpdated || out[0].OrganizationID != supplyplan.PlatformOwner ||
+		supplyplan.MerchantEventURL(out[0]) != "https://hooks.example.com/sp" {
+		t.Fatalf("platform outbox = %+v", out)
+	}
+	// After a journal round trip the event's data is a generic map: the URL is still found.
+	b, _ := json.Marshal(out[0])
+	var back supplyplan.DomainEvent
+	_ = json.Unmarshal(b, &back)
+	if supplyplan.MerchantEventURL(back) != "https://hooks.example.com/sp" {
+		t.Fatalf("decoded event = %+v", back)
 	}
 	// The same profile again: no write, no event.
 	if _, recs, _ := st.SetMerchant(o.ID, in, now.Add(time.Hour)); len(recs) != 0 {

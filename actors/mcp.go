@@ -75,12 +75,32 @@ func (s *System) MerchantProfile(orgID string) (supplyplan.MerchantProfile, bool
 // ListedMerchants returns the listed merchants sorted by slug (shared: do not modify).
 func (s *System) ListedMerchants() []supplyplan.Merchant { return s.index.Load().mcp.listed }
 
-// SetMerchant stores a merchant profile; a change with a webhook URL queues merchant.updated.
+// SetMerchant stores a merchant profile. A change with a webhook URL writes a merchant.updated
+// event into the platform outbox in the same journal entry, then hands it to the relay, which
+// turns it into a signed delivery to that URL (the relay's sweep catches it after a crash).
 func (s *System) SetMerchant(ctx context.Context, orgID string, in supplyplan.MerchantInput) (supplyplan.MerchantProfile, error) {
 	now := supplyplan.Now()
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.MerchantProfile, []supplyplan.Record, error) {
-		return st.SetMerchant(orgID, in, now)
+	type out struct {
+		p      supplyplan.MerchantProfile
+		events []supplyplan.DomainEvent
+	}
+	o, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (out, []supplyplan.Record, error) {
+		p, recs, err := st.SetMerchant(orgID, in, now)
+		var evs []supplyplan.DomainEvent
+		for _, r := range recs {
+			if r.Kind == supplyplan.KindPendingEvent && !r.Del {
+				evs = append(evs, *r.Value.(*supplyplan.DomainEvent))
+			}
+		}
+		return out{p, evs}, recs, err
 	})
+	if err != nil {
+		return o.p, err
+	}
+	for _, e := range o.events {
+		s.relay.enqueue(relayItem{fromPlatform: true, ev: e})
+	}
+	return o.p, nil
 }
 
 // GetMerchant returns an organization's merchant profile.
@@ -164,22 +184,6 @@ func (s *System) AuthenticateGateway(_ context.Context, secret string) (supplypl
 	return k, ok, nil
 }
 
-// PendingOutbox returns queued federation events, oldest first.
-func (s *System) PendingOutbox(ctx context.Context, limit int) ([]supplyplan.OutboxEvent, error) {
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) ([]supplyplan.OutboxEvent, []supplyplan.Record, error) {
-		return st.PendingOutbox(limit), nil, nil
-	})
-}
-
-// MarkOutboxDelivered removes a delivered event from the outbox.
-func (s *System) MarkOutboxDelivered(ctx context.Context, id string) error {
-	_, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
-		recs, err := st.MarkOutboxDelivered(id)
-		return struct{}{}, recs, err
-	})
-	return err
-}
-
 // EnsureDemoMCP gives the demo organization of a data dir created before the MCP surfaces its
 // merchant profile and demo tool key. writeCreds receives the new secrets before they are
 // journaled (as in Bootstrap); it is not called when nothing is missing.
@@ -231,6 +235,5 @@ var (
 	_ supplyplan.MCPPlatformService   = (*System)(nil)
 	_ supplyplan.ToolKeyAuthenticator = (*System)(nil)
 	_ supplyplan.MerchantDirectory    = (*System)(nil)
-	_ supplyplan.Outbox               = (*System)(nil)
 	_ supplyplan.ToolAuditLog         = (*System)(nil)
 )

@@ -7,7 +7,7 @@ import (
 )
 
 // mcpPlatformRoutes adds the platform endpoints of the MCP surfaces: merchant profiles,
-// capabilities, tool keys, gateway keys and the federation outbox.
+// capabilities, tool keys and gateway keys.
 func (s *Server) mcpPlatformRoutes() {
 	rt := s.router
 	if s.svc.MCP != nil {
@@ -22,9 +22,6 @@ func (s *Server) mcpPlatformRoutes() {
 		rt.handle("GET", "/api/platform/gateway-keys", s.platform(s.listGatewayKeys))
 		rt.handle("POST", "/api/platform/gateway-keys", s.platform(s.createGatewayKey))
 		rt.handle("DELETE", "/api/platform/gateway-keys/:id", s.platform(s.revokeGatewayKey))
-	}
-	if s.svc.Outbox != nil {
-		rt.handle("GET", "/api/platform/outbox", s.platform(s.listOutbox))
 	}
 }
 
@@ -144,12 +141,4 @@ func (s *Server) revokeGatewayKey(r *Request) error {
 		return err
 	}
 	return r.NoContent()
-}
-
-func (s *Server) listOutbox(r *Request) error {
-	evs, err := s.svc.Outbox.PendingOutbox(r.Context, 0)
-	if err != nil {
-		return err
-	}
-	return r.JSON(fasthttp.StatusOK, map[string]any{"events": evs})
 }

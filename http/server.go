@@ -51,10 +51,9 @@ type Services struct {
 	Transfers   supplyplan.TransferService
 	Forecast    supplyplan.ForecastService
 	Signals     supplyplan.SignalPublisher
-	// MCP, Gateway and Outbox back the platform endpoints of the MCP surfaces (optional).
+	// MCP and Gateway back the platform endpoints of the MCP surfaces (optional).
 	MCP     supplyplan.MCPPlatformService
 	Gateway supplyplan.GatewayKeyStore
-	Outbox  supplyplan.Outbox
 }
 
 // Server is the REST API.

@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +35,17 @@ type env struct {
 	registry string
 	tools    string
 	planning *tooltest.Planning
+	hookURL  string        // a local webhook receiver
+	hooks    chan hookCall // what it received
 }
+
+type hookCall struct {
+	header http.Header
+	body   []byte
+}
+
+// testFederationSecret signs federation events in these tests.
+const testFederationSecret = "whsec_c3VwcGx5cGxhbi1mZWRlcmF0aW9uLXRlc3Qtc2VjcmV0"
 
 // startMain runs Main on :0 with the fake catalog and planning backends (the data plane and the
 // planning services are not on this branch yet).
@@ -45,6 +57,14 @@ func startMain(t *testing.T, dir string, mutate func(*Config)) *env {
 	cfg.MCPPageSize = 4
 	cfg.RedisAddr = ""
 	cfg.ToolsPublicURL = ""
+	cfg.WebhookAllowPriv, cfg.FederationSecret = true, testFederationSecret
+	hooks := make(chan hookCall, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hooks <- hookCall{header: r.Header.Clone(), body: b}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -75,7 +95,7 @@ func startMain(t *testing.T, dir string, mutate func(*Config)) *env {
 		t.Fatal(err)
 	}
 	return &env{m: m, creds: creds, api: "http://" + m.API.Addr(), registry: "http://" + m.Registry.Addr(),
-		tools: "http://" + m.Tools.Addr(), planning: planning}
+		tools: "http://" + m.Tools.Addr(), planning: planning, hookURL: receiver.URL + "/federation", hooks: hooks}
 }
 
 type hresp struct {
@@ -383,16 +403,39 @@ func TestPlatformMCPEndpoints(t *testing.T) {
 	if r := call(t, "PUT", e.api+"/api/platform/organizations/"+orgID+"/merchant", bearerH(e.creds.Keys["ADMIN"]), map[string]any{"listed": true, "displayName": "x"}); r.status != 403 {
 		t.Fatalf("tenant key = %d", r.status)
 	}
-	// A change with a webhook URL queues a merchant.updated event.
+	// A change with a webhook URL is delivered as a signed merchant.updated event (the outbound
+	// webhook machinery; Standard Webhooks signature with the federation secret).
 	r := e.platform(t, "PUT", "/api/platform/organizations/"+orgID+"/merchant", map[string]any{"listed": true, "displayName": "Demo Outfitters",
 		"description": "Outdoor gear", "categories": []string{"outdoor"}, "region": "EU", "website": "https://demo.example.com",
-		"webhookUrl": "https://hooks.example.com/registry"})
+		"webhookUrl": e.hookURL})
 	if r.status != 200 {
 		t.Fatalf("set merchant = %d %s", r.status, r.body)
 	}
-	out := e.platform(t, "GET", "/api/platform/outbox", nil).json(t)["events"].([]any)
-	if len(out) != 1 || out[0].(map[string]any)["type"] != "merchant.updated" || out[0].(map[string]any)["targetUrl"] != "https://hooks.example.com/registry" {
-		t.Fatalf("outbox = %v", out)
+	var got hookCall
+	select {
+	case got = <-e.hooks:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no merchant.updated delivery")
+	}
+	if !strings.Contains(string(got.body), `"type":"merchant.updated"`) || !strings.Contains(string(got.body), `"slug":"demo"`) {
+		t.Fatalf("delivery body = %s", got.body)
+	}
+	ts, _ := strconv.ParseInt(got.header.Get("webhook-timestamp"), 10, 64)
+	want, err := supplyplan.SignWebhook([]string{testFederationSecret}, got.header.Get("webhook-id"), time.Unix(ts, 0), got.body)
+	if err != nil || got.header.Get("webhook-signature") != want {
+		t.Fatalf("signature %q, want %q (%v)", got.header.Get("webhook-signature"), want, err)
+	}
+	// The same profile again: nothing changes, nothing is sent.
+	r = e.platform(t, "PUT", "/api/platform/organizations/"+orgID+"/merchant", map[string]any{"listed": true, "displayName": "Demo Outfitters",
+		"description": "Outdoor gear", "categories": []string{"outdoor"}, "region": "EU", "website": "https://demo.example.com",
+		"webhookUrl": e.hookURL})
+	if r.status != 200 {
+		t.Fatalf("same merchant = %d %s", r.status, r.body)
+	}
+	select {
+	case extra := <-e.hooks:
+		t.Fatalf("unexpected delivery %s", extra.body)
+	case <-time.After(500 * time.Millisecond):
 	}
 	// Unlisting removes the merchant from the registry.
 	r = e.platform(t, "PUT", "/api/platform/organizations/"+orgID+"/merchant", map[string]any{"listed": false, "displayName": "Demo Outfitters"})

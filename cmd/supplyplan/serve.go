@@ -142,7 +142,7 @@ func (m *Main) Open(ctx context.Context) error {
 			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
 				Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System, Signals: m.Signals,
 				Alerts: m.System, Webhooks: m.System, Billing: m.System,
-				MCP: m.System, Gateway: m.mcp.gateway, Outbox: m.System})
+				MCP: m.System, Gateway: m.mcp.gateway})
 		if err := m.API.Open(); err != nil {
 			return err
 		}
