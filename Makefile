@@ -4,7 +4,7 @@ BIN      := bin/supplyplan
 DATA     ?= ./data
 PKGS     := ./...
 
-.PHONY: all build run test test-unit deps vet fuzz bench clean
+.PHONY: all build run test test-unit deps vet fuzz bench bench-mcp clean
 
 all: build
 
@@ -35,9 +35,14 @@ test-unit:
 fuzz:
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeScenario -fuzztime 30s
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 30s
+	$(GO) test ./rpc -run '^$$' -fuzz FuzzHandleMCP -fuzztime 30s
 
 bench: build
 	$(GO) run ./bench/cmd/benchrun -out bench/RESULTS.md
+
+# bench-mcp measures the MCP registry and tool service next to a bare fasthttp handler (docs/mcp.md).
+bench-mcp:
+	$(GO) run ./bench/cmd/mcpbench -duration 5s -concurrency 32
 
 clean:
 	rm -rf bin

@@ -28,12 +28,13 @@ type PlatformState struct {
 	Keys         map[string]*APIKey        `json:"keys"`
 	GlobalEvents map[string]*ExternalEvent `json:"globalEvents"`
 	BillingState
+	MCP
 }
 
 // NewPlatformState returns an empty platform state.
 func NewPlatformState() *PlatformState {
 	return &PlatformState{Orgs: map[string]*Organization{}, Keys: map[string]*APIKey{},
-		GlobalEvents: map[string]*ExternalEvent{}}
+		GlobalEvents: map[string]*ExternalEvent{}, MCP: newMCP()}
 }
 
 // Apply applies one record.
@@ -71,6 +72,9 @@ func (s *PlatformState) Apply(r Record) error {
 		s.GlobalEvents[r.ID] = v
 	default:
 		if handled, err := s.applyBilling(r); handled {
+			return err
+		}
+		if handled, err := s.applyMCP(r); handled {
 			return err
 		}
 		return fmt.Errorf("platform state: unknown record kind %q", r.Kind)
@@ -244,7 +248,7 @@ func (s *PlatformState) Bootstrap(now time.Time) (Credentials, []Record) {
 	var creds Credentials
 	creds.Keys = map[string]string{}
 	org := Organization{ID: NewID("org"), Slug: DemoSlug, Name: "Demo", Plan: "demo",
-		Entitlements: []string{EntitlementForecasting}, Capabilities: []string{}, CreatedAt: now, UpdatedAt: now}
+		Entitlements: []string{EntitlementForecasting}, Capabilities: slices.Clone(DemoCapabilities), CreatedAt: now, UpdatedAt: now}
 	creds.Organization.ID, creds.Organization.Slug = org.ID, org.Slug
 	recs := []Record{Put(KindOrganization, org.ID, &org)}
 	add := func(name string, k APIKey, kind string) {
@@ -258,5 +262,11 @@ func (s *PlatformState) Bootstrap(now time.Time) (Credentials, []Record) {
 	}
 	add("import", APIKey{OrganizationID: org.ID, Scopes: []Scope{ScopeImportRead, ScopeImportWrite}}, "imp")
 	add("platform", APIKey{Platform: true}, "platform")
+	// The demo merchant profile, tool key and gateway key (EnsureDemoMCP adds them to older data dirs).
+	mcpCreds, mcpRecs := s.demoMCP(org, now, true)
+	for k, v := range mcpCreds {
+		creds.Keys[k] = v
+	}
+	recs = append(recs, mcpRecs...)
 	return creds, recs
 }

@@ -65,6 +65,8 @@ type TenantState struct {
 	// PendingEvents are domain events written with the change that caused them, waiting to be
 	// handed to the outbound delivery (the outbox: an event is never lost between the two).
 	PendingEvents map[string]*DomainEvent `json:"pendingEvents,omitempty"`
+	// ToolAudits are the audits of confirmed state-changing tool calls (tool service).
+	ToolAudits map[string]*ToolAudit `json:"toolAudits,omitempty"`
 
 	skuIndex map[string]string // product sku -> product id (derived, rebuilt on load)
 }
@@ -219,6 +221,11 @@ func (s *TenantState) Apply(r Record) error {
 			return fmt.Errorf("event record %s has value %T", r.ID, r.Value)
 		}
 		s.Events[r.ID] = v
+	case KindToolAudit:
+		if s.ToolAudits == nil {
+			s.ToolAudits = map[string]*ToolAudit{}
+		}
+		return applyTo(s.ToolAudits, r)
 	default:
 		return fmt.Errorf("tenant state: unknown record kind %q", r.Kind)
 	}

@@ -14,6 +14,7 @@ type platformIndex struct {
 	orgs    map[string]supplyplan.Organization
 	globals map[string]*supplyplan.ExternalEvent
 	globalL []*supplyplan.ExternalEvent
+	mcp     mcpIndex
 }
 
 func buildIndex(st *supplyplan.PlatformState) *platformIndex {
@@ -31,6 +32,7 @@ func buildIndex(st *supplyplan.PlatformState) *platformIndex {
 		ix.globals[id] = e
 		ix.globalL = append(ix.globalL, e)
 	}
+	ix.mcp = buildMCPIndex(st)
 	return ix
 }
 

@@ -127,6 +127,9 @@ func (r *eventRelay) move(it relayItem) {
 			if e.Type == supplyplan.OpsPaymentFailed && r.cfg.OpsAlertURL != "" {
 				return st.AcceptURLEvent(e, supplyplan.TargetURLChat, r.cfg.OpsAlertURL, pol.Webhook, now)
 			}
+			if url := supplyplan.MerchantEventURL(e); url != "" { // federation: to the merchant's webhook URL
+				return st.AcceptURLEvent(e, supplyplan.TargetURL, url, pol.Webhook, now)
+			}
 			return nil, nil, nil
 		}
 		return st.AcceptEvent(e, pol, now)

@@ -22,6 +22,7 @@ func (s *Server) routes() {
 	rt.handle("POST", "/api/platform/events", s.platform(s.createGlobalEvent))
 	rt.handle("DELETE", "/api/platform/events/:id", s.platform(s.deleteGlobalEvent))
 	rt.handle("GET", "/api/platform/organizations/:id/billing", s.platform(s.getBilling))
+	s.mcpPlatformRoutes()
 
 	// Forecasting: scenarios and external events.
 	read, write := supplyplan.PermForecastRead, supplyplan.PermForecastWrite

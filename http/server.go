@@ -51,6 +51,9 @@ type Services struct {
 	Transfers   supplyplan.TransferService
 	Forecast    supplyplan.ForecastService
 	Signals     supplyplan.SignalPublisher
+	// MCP and Gateway back the platform endpoints of the MCP surfaces (optional).
+	MCP     supplyplan.MCPPlatformService
+	Gateway supplyplan.GatewayKeyStore
 }
 
 // Server is the REST API.

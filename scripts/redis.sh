@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts (or stops) a private redis-server for the tests: port $REDIS_PORT (default 16379), data in
 # a temp dir, no persistence. Idempotent: "start" when it already answers does nothing. Installs
-# Debian's redis-server when it is missing and we are root.
+# Debian's redis-server when it is missing and we are root. "start" prints the address on stdout.
 #   scripts/redis.sh start|stop|status
 # Tests find it through SUPPLYPLAN_TEST_REDIS_ADDR (default 127.0.0.1:16379).
 set -euo pipefail
@@ -22,20 +22,20 @@ install() {
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "redis.sh: installing redis-server" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null 2>&1 ||
-      { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+      { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null 2>&1; }
   fi
   command -v redis-server >/dev/null 2>&1 || { echo "redis.sh: redis-server is not installed" >&2; return 1; }
 }
 
 case "${1:-start}" in
 start)
-  if answers; then exit 0; fi
+  if answers; then echo "127.0.0.1:$PORT"; exit 0; fi
   install
   mkdir -p "$DIR"
   redis-server --port "$PORT" --bind 127.0.0.1 --dir "$DIR" --save "" --appendonly no \
-    --daemonize yes --pidfile "$PIDFILE" --logfile "$DIR/redis.log" >/dev/null
+    --daemonize yes --pidfile "$PIDFILE" --logfile "$DIR/redis.log" >/dev/null 2>&1
   for _ in $(seq 1 50); do
-    if answers; then echo "redis.sh: redis-server on 127.0.0.1:$PORT" >&2; exit 0; fi
+    if answers; then echo "redis.sh: redis-server on 127.0.0.1:$PORT" >&2; echo "127.0.0.1:$PORT"; exit 0; fi
     sleep 0.1
   done
   echo "redis.sh: redis-server did not start; see $DIR/redis.log" >&2

@@ -5,6 +5,7 @@
 #
 #   ClickHouse: scripts/clickhouse.sh (127.0.0.1:19000) -> SUPPLYPLAN_TEST_CLICKHOUSE_ADDR
 #   Redis:      scripts/redis.sh      (127.0.0.1:16379) -> SUPPLYPLAN_TEST_REDIS_ADDR
+#   The official MCP TypeScript SDK client: scripts/mcp-client.sh -> bin/mcp-client/
 #
 # When a server cannot be started the script fails if CI is set; otherwise it warns, and the tests
 # that need the server skip.
@@ -24,13 +25,21 @@ else
 	echo "test-deps: WARNING: ClickHouse did not start; its tests will skip" >&2
 fi
 
-if bash scripts/redis.sh start; then
-	echo "SUPPLYPLAN_TEST_REDIS_ADDR=127.0.0.1:${REDIS_PORT:-16379}" >>"$tmp"
+if redis_addr=$(bash scripts/redis.sh start); then
+	echo "SUPPLYPLAN_TEST_REDIS_ADDR=$redis_addr" >>"$tmp"
 elif [ -n "${CI:-}" ]; then
 	echo "test-deps: Redis did not start (CI is set)" >&2
 	exit 1
 else
 	echo "test-deps: WARNING: Redis did not start; its tests will skip" >&2
+fi
+
+if ! bash scripts/mcp-client.sh; then
+	if [ -n "${CI:-}" ]; then
+		echo "test-deps: the MCP TypeScript client could not be installed (CI is set)" >&2
+		exit 1
+	fi
+	echo "test-deps: WARNING: the MCP TypeScript client is missing; its test will skip" >&2
 fi
 
 mv "$tmp" "$env_file"

@@ -60,6 +60,27 @@ type Config struct {
 	TransferLeadTimeDays   float64
 	TransferCostPerUnit    float64
 	TransferMinStockDiffPc float64
+
+	// MCP surfaces.
+	RegistryAddr      string
+	ToolsAddr         string
+	ToolsPublicURL    string
+	ToolsSecret       string
+	MCPAllowedOrigins string
+	MCPPageSize       int
+
+	// Surfaces chooses what Open starts (serve: all; registry, tools: one). Zero means all.
+	Surfaces Surfaces
+}
+
+// Surfaces selects the servers Main runs.
+type Surfaces struct{ API, Registry, Tools bool }
+
+func (s Surfaces) all() Surfaces {
+	if !s.API && !s.Registry && !s.Tools {
+		return Surfaces{API: true, Registry: true, Tools: true}
+	}
+	return s
 }
 
 // DefaultConfig returns the embedded defaults, overridden by the environment.
@@ -112,6 +133,16 @@ func DefaultConfig() Config {
 		TransferLeadTimeDays:   envFloat("SUPPLYPLAN_TRANSFER_LEAD_TIME_DAYS", 3),
 		TransferCostPerUnit:    envFloat("SUPPLYPLAN_TRANSFER_COST_PER_UNIT", 0.5),
 		TransferMinStockDiffPc: envFloat("SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT", 0.2),
+
+		RegistryAddr:      envString("SUPPLYPLAN_REGISTRY_ADDR", "127.0.0.1:3015"),
+		ToolsAddr:         envString("SUPPLYPLAN_TOOLS_ADDR", "127.0.0.1:8081"),
+		ToolsPublicURL:    envString("SUPPLYPLAN_TOOLS_PUBLIC_URL", ""),
+		ToolsSecret:       envString("SUPPLYPLAN_TOOLS_SECRET", ""),
+		MCPAllowedOrigins: envString("SUPPLYPLAN_MCP_ALLOWED_ORIGINS", ""),
+		MCPPageSize:       envInt("SUPPLYPLAN_MCP_PAGE_SIZE", 50),
+		RedisAddr:         envString("SUPPLYPLAN_REDIS_ADDR", ""),
+		RedisPassword:     envString("SUPPLYPLAN_REDIS_PASSWORD", ""),
+		RedisPrefix:       envString("SUPPLYPLAN_REDIS_PREFIX", "supplyplan:"),
 	}
 }
 
@@ -142,7 +173,13 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.TransferCostPerUnit, "transfer-cost-per-unit", c.TransferCostPerUnit, "cost of moving one unit, for estimatedROI (SUPPLYPLAN_TRANSFER_COST_PER_UNIT)")
 	fs.Float64Var(&c.TransferMinStockDiffPc, "transfer-min-stock-difference-pct", c.TransferMinStockDiffPc, "default minStockDifferencePct of recommendation requests (SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
-	fs.StringVar(&c.RedisAddr, "redis-addr", c.RedisAddr, "Redis address (distributed mode: alert cooldown state lives there); empty: embedded (SUPPLYPLAN_REDIS_ADDR)")
+	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
+	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")
+	fs.StringVar(&c.ToolsPublicURL, "tools-public-url", c.ToolsPublicURL, "public base URL of the tool service that the registry hands out (default http://<tools-addr>) (SUPPLYPLAN_TOOLS_PUBLIC_URL)")
+	fs.StringVar(&c.ToolsSecret, "tools-secret", c.ToolsSecret, "HMAC secret of tool confirmation tokens, the same on every node (default: generated into <data>/tools-secret) (SUPPLYPLAN_TOOLS_SECRET)")
+	fs.StringVar(&c.MCPAllowedOrigins, "mcp-allowed-origins", c.MCPAllowedOrigins, "comma-separated browser origins allowed on the MCP endpoints besides loopback ones (SUPPLYPLAN_MCP_ALLOWED_ORIGINS)")
+	fs.IntVar(&c.MCPPageSize, "mcp-page-size", c.MCPPageSize, "tools/list page size of the MCP endpoints (SUPPLYPLAN_MCP_PAGE_SIZE)")
+	fs.StringVar(&c.RedisAddr, "redis-addr", c.RedisAddr, "Redis address (distributed mode: alert cooldown state and the registry's gateway keys live there); empty: embedded (SUPPLYPLAN_REDIS_ADDR)")
 	fs.StringVar(&c.RedisPassword, "redis-password", c.RedisPassword, "Redis password (SUPPLYPLAN_REDIS_PASSWORD)")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key (SUPPLYPLAN_REDIS_PREFIX)")
 	fs.StringVar(&c.SMTPAddr, "smtp-addr", c.SMTPAddr, "SMTP server host:port for EMAIL alert destinations; empty: e-mail deliveries fail (SUPPLYPLAN_SMTP_ADDR)")

@@ -29,6 +29,8 @@ const usage = `supplyplan: supply planning service
 
 Usage:
   supplyplan serve [flags]     run every surface in one process (see: supplyplan serve --help)
+  supplyplan registry [flags]  run only the MCP registry discovery endpoint
+  supplyplan tools [flags]     run only the hosted commerce tool service
   supplyplan version           print the version
 `
 
@@ -42,7 +44,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stdout, stderr)
+		return serve(args[0], args[1:], Surfaces{}, stdout, stderr)
+	case "registry":
+		return serve(args[0], args[1:], Surfaces{Registry: true}, stdout, stderr)
+	case "tools":
+		return serve(args[0], args[1:], Surfaces{Tools: true}, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, Version)
 		return nil
@@ -54,9 +60,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
-func serve(args []string, stdout, stderr io.Writer) error {
+func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writer) error {
 	cfg := DefaultConfig()
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.Surfaces = surfaces
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.Bind(fs)
 	if err := fs.Parse(args); err != nil {

@@ -19,6 +19,7 @@ import (
 	sphttp "github.com/supplyplan/supplyplan/http"
 	"github.com/supplyplan/supplyplan/outbound"
 	"github.com/supplyplan/supplyplan/redisstore"
+	"github.com/supplyplan/supplyplan/rpc"
 	"github.com/supplyplan/supplyplan/streams"
 )
 
@@ -28,19 +29,30 @@ type Main struct {
 	Log    *slog.Logger
 	out    io.Writer
 
-	lock    *os.File
-	debug   io.Closer
-	Journal *streams.Journal
-	Demand  demandStore
-	Bus     *streams.Bus
-	Signals *streams.LocalSignalStream
-	Kafka   *streams.SignalConsumer
-	System  *actors.System
-	API     *sphttp.Server
-	Sender  *outbound.Sender
+	lock     *os.File
+	debug    io.Closer
+	Journal  *streams.Journal
+	Demand   demandStore
+	Bus      *streams.Bus
+	Signals  *streams.LocalSignalStream
+	Kafka    *streams.SignalConsumer
+	System   *actors.System
+	API      *sphttp.Server
+	Sender   *outbound.Sender
+	Redis    *redisstore.Store
+	Tools    *sphttp.ToolServer
+	Registry *rpc.RegistryServer
+
+	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog, the forecaster
+	// and the transfer recommendations from the actor system when it implements them. Tests may set
+	// Catalog, or Planning (both planning contracts).
+	Catalog    supplyplan.CatalogService
+	Forecaster supplyplan.Forecaster
+	Planning   supplyplan.PlanningToolService
 
 	unsubscribe func()
 	gate        *redisstore.Gate
+	mcp         mcpParts // gateway key store, tool deps and health checks of the MCP surfaces
 }
 
 // NewMain returns an unopened Main; ready lines ("listening api http://...") go to out.
@@ -115,18 +127,30 @@ func (m *Main) Open(ctx context.Context) error {
 	if created {
 		m.Log.Info("created demo organization", "credentials", credsPath)
 	}
+	if err := m.System.EnsureDemoMCP(ctx, func(keys map[string]string) error { return mergeCredentials(credsPath, keys) }); err != nil {
+		return fmt.Errorf("ensure demo merchant: %w", err)
+	}
 	m.Log.Info("state loaded", "took", time.Since(start))
-
-	m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
-		ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
-		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret},
-		sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
-			Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System, Signals: m.Signals,
-			Alerts: m.System, Webhooks: m.System, Billing: m.System})
-	if err := m.API.Open(); err != nil {
+	if err := m.openMCPStores(ctx, credsPath); err != nil {
 		return err
 	}
-	fmt.Fprintf(m.out, "listening api http://%s\n", m.API.Addr())
+
+	if cfg.Surfaces.all().API {
+		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
+			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
+			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret},
+			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
+				Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System, Signals: m.Signals,
+				Alerts: m.System, Webhooks: m.System, Billing: m.System,
+				MCP: m.System, Gateway: m.mcp.gateway})
+		if err := m.API.Open(); err != nil {
+			return err
+		}
+		fmt.Fprintf(m.out, "listening api http://%s\n", m.API.Addr())
+	}
+	if err := m.openSurfaces(); err != nil {
+		return err
+	}
 	if cfg.DebugAddr != "" {
 		d, addr, err := startDebug(cfg.DebugAddr)
 		if err != nil {
@@ -153,6 +177,15 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.API != nil {
 		step("api", func() error { return m.API.Close(ctx) })
+	}
+	if m.Registry != nil {
+		step("registry", func() error { return m.Registry.Close(ctx) })
+	}
+	if m.Tools != nil {
+		step("tools", func() error { return m.Tools.Close(ctx) })
+	}
+	if m.Redis != nil {
+		step("redis", func() error { return m.Redis.Close(ctx) })
 	}
 	if m.Kafka != nil {
 		step("kafka consumer", func() error { return m.Kafka.Close(ctx) })

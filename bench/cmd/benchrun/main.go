@@ -48,6 +48,7 @@ var benches = []struct {
 	{"transfers", benchTransfers},
 	{"deliveries", benchDeliveries},
 	{"alerteval", benchAlertEval},
+	{"mcp", benchMCP},
 }
 
 // env is what every benchmark gets.
@@ -63,6 +64,10 @@ type env struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "bare" {
 		bare(os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "barenet" {
+		bareNetHTTP(os.Args[2:])
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "load" {
@@ -180,7 +185,8 @@ func startService(e *env, extra ...string) (*service, error) {
 
 // startServiceOn starts the binary on an existing data dir.
 func startServiceOn(e *env, data string, extra ...string) (*service, error) {
-	args := append([]string{"serve", "--data", data, "--api-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+	args := append([]string{"serve", "--data", data, "--api-addr", "127.0.0.1:0",
+		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
 	args = append(args, e.serviceArgs...)
 	cmd := exec.Command(e.bin, args...)
 	cmd.Stderr = os.Stderr

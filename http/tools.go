@@ -1,0 +1,371 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"log/slog"
+	"net"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// ToolsConfig configures the hosted commerce tool service.
+type ToolsConfig struct {
+	Addr           string
+	BodyLimit      int // default 1 MiB
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// ToolsServices are what the tool service calls.
+type ToolsServices struct {
+	Keys      supplyplan.ToolKeyAuthenticator
+	Merchants supplyplan.MerchantDirectory
+	Deps      *supplyplan.ToolDeps
+	// MCP serves POST /mcp?org=<slug> (the rpc package's handler).
+	MCP supplyplan.MCPHandler
+	// Health names the dependencies GET /health checks.
+	Health map[string]func(context.Context) error
+}
+
+// ToolServer is the hosted commerce tool service: GET /, GET /health, GET /tools/list,
+// POST /tools/call and MCP at /mcp.
+type ToolServer struct {
+	cfg    ToolsConfig
+	svc    ToolsServices
+	log    *slog.Logger
+	srv    *fasthttp.Server
+	ln     net.Listener
+	served chan struct{}
+}
+
+// NewToolServer builds the tool service.
+func NewToolServer(cfg ToolsConfig, svc ToolsServices) *ToolServer {
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = 1 << 20
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &ToolServer{cfg: cfg, svc: svc, log: cfg.Logger}
+	s.srv = &fasthttp.Server{
+		Handler: s.handle, Name: "supplyplan-tools", MaxRequestBodySize: cfg.BodyLimit + 1024,
+		ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+		DisablePreParseMultipartForm: true, NoDefaultContentType: true, CloseOnShutdown: true,
+		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+				writeError(ctx, &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large"})
+				return
+			}
+			writeError(ctx, supplyplan.Errorf(supplyplan.EVALIDATION, "Malformed HTTP request"))
+		},
+	}
+	return s
+}
+
+// Open listens and serves in the background.
+func (s *ToolServer) Open() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen tools on %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.served = make(chan struct{})
+	go func() {
+		defer close(s.served)
+		if err := s.srv.Serve(ln); err != nil {
+			s.log.Error("tool server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Addr is the listening address.
+func (s *ToolServer) Addr() string {
+	if s.ln == nil {
+		return s.cfg.Addr
+	}
+	return s.ln.Addr().String()
+}
+
+// Close stops accepting connections and waits for in-flight requests.
+func (s *ToolServer) Close(ctx context.Context) error {
+	if s.ln == nil {
+		return nil
+	}
+	err := s.srv.ShutdownWithContext(ctx)
+	// As for the API server: a Serve that had not registered the listener yet would block forever.
+	_ = s.ln.Close()
+	<-s.served
+	s.ln = nil
+	return err
+}
+
+// Handler exposes the request handler (tests and benchmarks).
+func (s *ToolServer) Handler() fasthttp.RequestHandler { return s.handle }
+
+func (s *ToolServer) handle(ctx *fasthttp.RequestCtx) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("tool handler panic", "path", string(ctx.Path()), "panic", r, "stack", string(debug.Stack()))
+			ctx.ResetBody()
+			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
+		}
+	}()
+	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	path, method := string(ctx.Path()), string(ctx.Method())
+	var err error
+	switch {
+	case path == "/mcp":
+		s.mcp(rctx, ctx)
+		return
+	case path == "/" && (method == "GET" || method == "HEAD"):
+		s.home(ctx)
+		return
+	case path == "/health" && (method == "GET" || method == "HEAD"):
+		s.health(rctx, ctx)
+		return
+	case path == "/tools/list" && (method == "GET" || method == "HEAD"):
+		err = s.listTools(rctx, ctx)
+	case path == "/tools/call" && method == "POST":
+		err = s.callTool(rctx, ctx)
+	case path == "/" || path == "/health" || path == "/tools/list":
+		ctx.Response.Header.Set("Allow", "GET")
+		writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
+		return
+	case path == "/tools/call":
+		ctx.Response.Header.Set("Allow", "POST")
+		writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
+		return
+	default:
+		err = supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found")
+	}
+	if err != nil {
+		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {
+			s.log.Error("tool request failed", "path", path, "err", err)
+		}
+		if supplyplan.ErrorCode(err) == supplyplan.EUNAUTHORIZED {
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="tools"`)
+		}
+		writeError(ctx, err)
+	}
+}
+
+// toolKey returns the key of "Authorization: Bearer <key>" or "x-api-key: <key>".
+func toolKey(ctx *fasthttp.RequestCtx) (string, bool) {
+	if h := bytes.TrimSpace(ctx.Request.Header.Peek("Authorization")); len(h) > 0 {
+		if len(h) < 7 || !bytes.EqualFold(h[:7], []byte("bearer ")) {
+			return "", true // present but malformed: treated as an invalid key
+		}
+		return string(bytes.TrimSpace(h[7:])), true
+	}
+	if k := bytes.TrimSpace(ctx.Request.Header.Peek("x-api-key")); len(k) > 0 {
+		return string(k), true
+	}
+	return "", false
+}
+
+// access resolves the organization and what the caller may use: a tool key of the organization
+// (all its tools), no key (the public tools of a listed merchant), anything else 401/403.
+func (s *ToolServer) access(ctx *fasthttp.RequestCtx, ref string) (supplyplan.Organization, supplyplan.ToolAccess, error) {
+	var none supplyplan.ToolAccess
+	if ref == "" {
+		return supplyplan.Organization{}, none, supplyplan.Invalid("org", "is required (organization slug or id)")
+	}
+	org, ok := s.svc.Keys.OrganizationByRef(ref)
+	if !ok {
+		return supplyplan.Organization{}, none, supplyplan.NotFound("Organization")
+	}
+	key, present := toolKey(ctx)
+	if present {
+		k, ok := s.svc.Keys.AuthenticateTool(key)
+		if !ok {
+			return org, none, &supplyplan.Error{Code: supplyplan.EUNAUTHORIZED, Message: "Unknown or revoked tool key"}
+		}
+		if k.OrganizationID != org.ID {
+			return org, none, &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "This key belongs to another organization"}
+		}
+		return org, supplyplan.ToolAccess{Principal: supplyplan.Principal{KeyID: k.ID, OrgID: org.ID, Role: supplyplan.RoleViewer}}, nil
+	}
+	if p, ok := s.svc.Keys.MerchantProfile(org.ID); ok && p.Listed {
+		return org, supplyplan.ToolAccess{Public: true,
+			Principal: supplyplan.Principal{KeyID: "public", OrgID: org.ID, Role: supplyplan.RoleViewer}}, nil
+	}
+	return org, none, &supplyplan.Error{Code: supplyplan.EUNAUTHORIZED,
+		Message: "A tool key is required (Authorization: Bearer <key> or x-api-key: <key>)"}
+}
+
+func (s *ToolServer) listTools(_ context.Context, ctx *fasthttp.RequestCtx) error {
+	org, acc, err := s.access(ctx, string(ctx.QueryArgs().Peek("org")))
+	if err != nil {
+		return err
+	}
+	mode := "key"
+	if acc.Public {
+		mode = "public"
+	}
+	head, err := json.Marshal(map[string]any{"organization": map[string]string{"id": org.ID, "slug": org.Slug}, "access": mode})
+	if err != nil {
+		return fmt.Errorf("encode tool list: %w", err)
+	}
+	// The definitions are pre-encoded (supplyplan.PrepareToolDef): write them as they are.
+	b := make([]byte, 0, 16<<10)
+	b = append(b, head[:len(head)-1]...)
+	b = append(b, `,"tools":[`...)
+	for i, d := range supplyplan.NewToolSet(org, acc, s.svc.Deps).Tools() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		raw := d.Raw
+		if len(raw) == 0 {
+			if raw, err = json.Marshal(d); err != nil {
+				return fmt.Errorf("encode tool %s: %w", d.Name, err)
+			}
+		}
+		b = append(b, raw...)
+	}
+	b = append(b, "]}"...)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+	return nil
+}
+
+func (s *ToolServer) callTool(rctx context.Context, ctx *fasthttp.RequestCtx) error {
+	var in struct {
+		Org       string          `json:"org"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := decodeJSON(ctx.PostBody(), s.cfg.BodyLimit, &in); err != nil {
+		return err
+	}
+	if in.Org == "" {
+		in.Org = string(ctx.QueryArgs().Peek("org"))
+	}
+	if in.Name == "" {
+		return supplyplan.Invalid("name", "is required")
+	}
+	org, acc, err := s.access(ctx, in.Org)
+	if err != nil {
+		return err
+	}
+	res, err := supplyplan.NewToolSet(org, acc, s.svc.Deps).Call(rctx, in.Name, in.Arguments)
+	if err != nil {
+		if supplyplan.ErrorCode(err) == supplyplan.ENOTFOUND {
+			return supplyplan.NotFound("Tool " + in.Name)
+		}
+		return err
+	}
+	b, err := res.CallResultJSON(false)
+	if err != nil {
+		return fmt.Errorf("encode tool result: %w", err)
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+	return nil
+}
+
+func (s *ToolServer) mcp(rctx context.Context, ctx *fasthttp.RequestCtx) {
+	ref := string(ctx.QueryArgs().Peek("org"))
+	req := supplyplan.MCPRequest{
+		Method: string(ctx.Method()),
+		Header: func(name string) string { return string(ctx.Request.Header.Peek(name)) },
+		// A copy: after a timeout the jsonrpc2 reader may still run when this handler has returned
+		// and fasthttp reuses its buffers.
+		Body: bytes.Clone(ctx.PostBody()),
+		Resolve: func(context.Context) (supplyplan.ToolSet, error) {
+			org, acc, err := s.access(ctx, ref)
+			if err != nil {
+				return nil, err
+			}
+			return supplyplan.NewToolSet(org, acc, s.svc.Deps), nil
+		},
+	}
+	resp := s.svc.MCP.HandleMCP(rctx, req)
+	for _, kv := range resp.Header {
+		if strings.EqualFold(kv[0], "Content-Type") {
+			ctx.SetContentType(kv[1])
+			continue
+		}
+		ctx.Response.Header.Add(kv[0], kv[1])
+	}
+	ctx.SetStatusCode(resp.Status)
+	ctx.SetBody(resp.Body) // copies
+	if resp.Release != nil {
+		resp.Release()
+	}
+}
+
+func (s *ToolServer) health(rctx context.Context, ctx *fasthttp.RequestCtx) {
+	hctx, cancel := context.WithTimeout(rctx, 2*time.Second)
+	defer cancel()
+	failing := map[string]string{}
+	for name, check := range s.svc.Health {
+		if err := check(hctx); err != nil {
+			failing[name] = err.Error()
+		}
+	}
+	if len(failing) == 0 {
+		ctx.SetStatusCode(fasthttp.StatusOK)
+		ctx.SetContentType("application/json")
+		ctx.SetBody(healthBody)
+		return
+	}
+	_ = writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": failing})
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+	return nil
+}
+
+func (s *ToolServer) home(ctx *fasthttp.RequestCtx) {
+	var b strings.Builder
+	b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Supplyplan tool service</title>
+<style>body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;line-height:1.5}
+code{background:#f3f3f3;padding:0 .25rem}li{margin:.5rem 0}</style></head><body>
+<h1>Supplyplan hosted commerce tools</h1>
+<p>This service hosts the MCP tools of the merchants of this Supplyplan installation: catalog search, stock
+availability per location, order status and planning tools, each gated by the merchant's capabilities.</p>
+<p>List a merchant's tools with <code>GET /tools/list?org=&lt;slug&gt;</code>, call one with
+<code>POST /tools/call</code> <code>{"org","name","arguments"}</code>, or connect an MCP client to
+<code>/mcp?org=&lt;slug&gt;</code>. Send the merchant's tool key as <code>Authorization: Bearer &lt;key&gt;</code> or
+<code>x-api-key: &lt;key&gt;</code>; without a key a listed merchant's public tools are available.</p>
+<h2>Listed merchants</h2><ul>`)
+	merchants := s.svc.Merchants.ListedMerchants()
+	for _, m := range merchants {
+		slug := url.QueryEscape(m.Org.Slug)
+		fmt.Fprintf(&b, `<li><strong>%s</strong> (<code>%s</code>): %s<br><a href="/tools/list?org=%s">tool list</a> · MCP: <code>/mcp?org=%s</code></li>`,
+			html.EscapeString(m.Profile.DisplayName), html.EscapeString(m.Org.Slug), html.EscapeString(m.Profile.Description),
+			html.EscapeString(slug), html.EscapeString(slug))
+	}
+	if len(merchants) == 0 {
+		b.WriteString("<li>No merchant is listed yet.</li>")
+	}
+	b.WriteString(`</ul><p><a href="/health">health</a></p></body></html>`)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/html; charset=utf-8")
+	ctx.SetBodyString(b.String())
+}

@@ -1,0 +1,45 @@
+package supplyplan
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// KindToolAudit is the tenant record kind of tool audits.
+const KindToolAudit = "toolaudit"
+
+func init() {
+	RegisterKind(KindToolAudit, func() any { return new(ToolAudit) })
+}
+
+// ClaimToolConfirmation returns the record of a new CONFIRMED audit; a second claim of the same id
+// (a reused confirmation token) is a 409.
+func (s *TenantState) ClaimToolConfirmation(a ToolAudit) ([]Record, error) {
+	if _, used := s.ToolAudits[a.ID]; used {
+		return nil, Conflict("This confirmation token was already used; call the tool again without a token")
+	}
+	a.OrganizationID, a.Status = s.OrgID, AuditConfirmed
+	return []Record{Put(KindToolAudit, a.ID, &a)}, nil
+}
+
+// CompleteToolAudit records the outcome of a claimed confirmation.
+func (s *TenantState) CompleteToolAudit(id, status, detail string, now time.Time) ([]Record, error) {
+	cur, ok := s.ToolAudits[id]
+	if !ok {
+		return nil, NotFound("Tool audit")
+	}
+	a := *cur
+	a.Status, a.Detail, a.CompletedAt = status, detail, &now
+	return []Record{Put(KindToolAudit, a.ID, &a)}, nil
+}
+
+// ListToolAudits returns the audits, newest first.
+func (s *TenantState) ListToolAudits() []ToolAudit {
+	out := make([]ToolAudit, 0, len(s.ToolAudits))
+	for _, a := range s.ToolAudits {
+		out = append(out, *a)
+	}
+	slices.SortFunc(out, func(a, b ToolAudit) int { return cmp.Compare(b.ID, a.ID) })
+	return out
+}
