@@ -5,7 +5,7 @@
 #
 #   ClickHouse: scripts/clickhouse.sh (127.0.0.1:19000) -> SUPPLYPLAN_TEST_CLICKHOUSE_ADDR
 #   Redis:      scripts/redis.sh      (127.0.0.1:16379) -> SUPPLYPLAN_TEST_REDIS_ADDR
-#   The official MCP TypeScript SDK client: scripts/mcp-client.sh -> bin/mcp-client/
+#   node for the bundled MCP TypeScript SDK client: scripts/mcp-client.sh (scripts/mcp-client/client.bundle.mjs)
 #
 # When a server cannot be started the script fails if CI is set; otherwise it warns, and the tests
 # that need the server skip.

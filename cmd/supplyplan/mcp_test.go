@@ -612,15 +612,16 @@ func TestHealthWithRedisDown(t *testing.T) {
 	}
 }
 
-// TestTypeScriptSDKClient runs the official TypeScript SDK client (scripts/mcp-client, installed
-// into bin/mcp-client by scripts/test-deps.sh) against both MCP endpoints.
+// TestTypeScriptSDKClient runs the official TypeScript SDK client (scripts/mcp-client: client.mjs
+// with @modelcontextprotocol/sdk bundled from the pinned npm package; node is installed by
+// scripts/test-deps.sh) against both MCP endpoints.
 func TestTypeScriptSDKClient(t *testing.T) {
-	client, err := filepath.Abs("../../bin/mcp-client/client.mjs")
+	client, err := filepath.Abs("../../scripts/mcp-client/client.bundle.mjs")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, nodeErr := exec.LookPath("node")
-	_, statErr := os.Stat(filepath.Join(filepath.Dir(client), "node_modules/@modelcontextprotocol/sdk/package.json"))
+	_, statErr := os.Stat(client)
 	if nodeErr != nil || statErr != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("node or the MCP TypeScript client is missing (run scripts/mcp-client.sh): %v %v", nodeErr, statErr)
