@@ -36,13 +36,16 @@ func benchTransfers(_ context.Context, e *env) (section, error) {
 	})); err != nil {
 		return section{}, err
 	}
-	// Location 00 is a distribution centre holding plenty; stores hold 0 to 59 against a reorder
-	// point of 15, and sell about 2 to 11 a week.
+	// Location 00 is a distribution centre holding plenty; stores sell about 2 to 11 a week
+	// against a reorder point of 15 and hold that plus 7 to 17 weeks of cover, so that about one
+	// store in twelve heads below its reorder point within the 8-week window.
+	weekly := func(s int) float64 { return 2 + 9*uniform(uint64(s)) }
 	stock := func(p, l int) int {
 		if l == 0 {
 			return 2000
 		}
-		return int(uniform(uint64(p*locations+l)) * 60)
+		s := p*locations + l
+		return 15 + int(weekly(s)*(7+10*uniform(uint64(s)*31+7)))
 	}
 	if _, err := importAll(svc, key, "inventory", chunked("levels", levels, 50000, func(i int, b *bytes.Buffer) {
 		p, l := i/locations, i%locations
@@ -59,7 +62,7 @@ func benchTransfers(_ context.Context, e *env) (section, error) {
 	if _, err := importAll(svc, key, "demand-history", chunked("records", levels*weeks, 50000, func(i int, b *bytes.Buffer) {
 		s, w := i/weeks, i%weeks
 		p, l := s/locations, s%locations
-		v := 2 + 9*uniform(uint64(s))
+		v := weekly(s)
 		if l == 0 {
 			v = 5
 		}
@@ -80,6 +83,7 @@ func benchTransfers(_ context.Context, e *env) (section, error) {
 	}
 	warmTook := time.Since(warm)
 	_, hwmBefore := memOf(svc.cmd.Process.Pid)
+	profile("transfers-generate")
 	start := time.Now()
 	st, body, err := call("POST", svc.URL+"/api/transfers/recommendations", auth, []byte(`{}`))
 	took := time.Since(start)
