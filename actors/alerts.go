@@ -252,10 +252,12 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 				withHistory = append(withHistory, k)
 			}
 		}
-		if itemFc, err = supplyplan.ForecastMany(ctx, f, org, withHistory, horizon, now); err != nil {
+		// Background work: one core, so that API requests keep the other.
+		bg := background(ctx)
+		if itemFc, err = supplyplan.ForecastMany(bg, f, org, withHistory, horizon, now); err != nil {
 			a.sys.log.Warn("alert evaluation without forecasts", "org", org, "err", err)
 		}
-		if lastFc, err = supplyplan.ForecastMany(ctx, f, org, seriesKeys, 1, last); err != nil {
+		if lastFc, err = supplyplan.ForecastMany(bg, f, org, seriesKeys, 1, last); err != nil {
 			a.sys.log.Warn("alert evaluation without last-week forecasts", "org", org, "err", err)
 		}
 		if ctx.Err() != nil {

@@ -355,7 +355,21 @@ func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.
 		jobOf = append(jobOf, i)
 		out[i].HistoryWeeks = len(weeks)
 	}
-	results, errs := forecast.ForecastBatch(jobs, lifts, opt)
+	var results []forecast.Result
+	var errs []error
+	if isBackground(ctx) {
+		// Background callers (alert evaluation) forecast on one goroutine and leave the other cores
+		// to requests.
+		results, errs = make([]forecast.Result, len(jobs)), make([]error, len(jobs))
+		for j := range jobs {
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			results[j], errs[j] = forecast.Forecast(jobs[j].Series, jobs[j].Events, lifts, opt)
+		}
+	} else {
+		results, errs = forecast.ForecastBatch(jobs, lifts, opt)
+	}
 	for j, i := range jobOf {
 		if errs[j] != nil {
 			if supplyplan.ErrorCode(errs[j]) == supplyplan.EVALIDATION {
@@ -425,3 +439,12 @@ var (
 	_ supplyplan.Forecaster      = (*System)(nil)
 	_ supplyplan.BatchForecaster = (*System)(nil)
 )
+
+type backgroundKey struct{}
+
+// background marks ctx as background work: the forecasts it asks for run on one goroutine.
+func background(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backgroundKey{}, true)
+}
+
+func isBackground(ctx context.Context) bool { v, _ := ctx.Value(backgroundKey{}).(bool); return v }

@@ -383,12 +383,19 @@ func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d 
 // progress. Demand rows replace their week, so redoing a chunk after a crash changes nothing.
 func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d supplyplan.DecodedRows, start, end int, after <-chan struct{}) (supplyplan.ImportJob, error) {
 	now := supplyplan.Now()
+	t0 := time.Now()
+	var tResolved, tTurn, tWritten time.Time
+	defer func() {
+		m.sys.log.Debug("import chunk", "job", jobID, "rows", end-start, "resolve", tResolved.Sub(t0),
+			"waitTurn", tTurn.Sub(tResolved), "write", tWritten.Sub(tTurn), "progress", time.Since(tWritten))
+	}()
 	res, err := tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, []supplyplan.Record, error) {
 		return st.ApplyImport(d, now), nil, nil
 	})
 	if err != nil {
 		return supplyplan.ImportJob{}, err
 	}
+	tResolved = time.Now()
 	if after != nil { // the job ahead must have committed its writes before this one writes
 		select {
 		case <-after:
@@ -396,6 +403,7 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 			return supplyplan.ImportJob{}, ctx.Err()
 		}
 	}
+	tTurn = time.Now()
 	if len(res.Demand) > 0 {
 		if m.sys.cfg.Demand == nil {
 			return supplyplan.ImportJob{}, errors.New("no demand store configured")
@@ -405,6 +413,7 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 		}
 		m.sys.fc.bumpDemand(orgID)
 	}
+	tWritten = time.Now()
 	return tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
 		cur, ok := st.ImportJobs[jobID]
 		if !ok {

@@ -26,6 +26,12 @@ func benchAPI(_ context.Context, e *env) (section, error) {
 		return section{}, err
 	}
 	auth := map[string]string{"Authorization": "Bearer " + creds.Keys["PLANNER"]}
+	// Events name products, which must exist.
+	if _, err := importAll(svc, creds.Keys["import"], "catalog", chunked("products", 500, 500, func(i int, b *bytes.Buffer) {
+		fmt.Fprintf(b, `{"externalId":"sku-%d"}`, i)
+	})); err != nil {
+		return section{}, err
+	}
 
 	status, body, err := call("POST", svc.URL+"/api/forecast/scenarios", auth, []byte(`{"name":"Benchmark scenario","type":"PROMOTIONAL","assumptions":{"narrative":"steady","globalLiftPct":0.05,"categoryAdjustments":[{"categoryId":"beverages","liftPct":0.1}]}}`))
 	if err != nil || status != 201 {

@@ -202,6 +202,7 @@ func benchImport(ctx context.Context, e *env) (section, error) {
 			ch <- b
 		}
 		close(ch)
+		profile("import-" + strings.Fields(name)[0])
 		start := time.Now()
 		if _, err := importAll(svc, key, "demand-history", ch); err != nil {
 			return err
@@ -230,7 +231,7 @@ func benchImport(ctx context.Context, e *env) (section, error) {
 	if err != nil {
 		return section{}, err
 	}
-	results = append(results, result{"raw clickhouse-go batch insert (baseline)", d})
+	results = append(results, result{"raw clickhouse-go batch insert into a table shaped like the store's (baseline)", d})
 	rate := func(r result) float64 { return rows / r.d.Seconds() }
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d demand-history rows (%d products x %d locations x %d weeks) in 20 requests of 50,000 rows, at most 4 in flight, timed from the first POST to the last job COMPLETED. Bodies are encoded before the clock starts.\n\n", rows, products, locations, weeks)

@@ -24,11 +24,8 @@ func benchTransfers(_ context.Context, e *env) (section, error) {
 		return section{}, err
 	}
 	key := creds.Keys["import"]
-	// Alerts off for this tenant: their evaluation after each import would forecast every series
-	// too and share the two cores with what is measured here.
-	if st, b, err := call("PUT", svc.URL+"/api/admin/alerts/config", map[string]string{"Authorization": "Bearer " + creds.Keys["ADMIN"]},
-		[]byte(`{"config":{"enabled":false,"destinations":[],"cooldownMinutes":60,"alertTypes":{"stockout":true,"lowAtp":true,"forecastDeviation":true,"expiry":true,"slowMoving":true,"overstock":true}}}`)); err != nil || st != 200 {
-		return section{}, fmt.Errorf("disable alerts: %d %s %v", st, truncate(b), err)
+	if err := disableAlerts(svc, creds); err != nil {
+		return section{}, err
 	}
 	setup := time.Now()
 	if _, err := importAll(svc, key, "catalog", chunked("products", products, products, func(i int, b *bytes.Buffer) {
@@ -110,4 +107,15 @@ func benchTransfers(_ context.Context, e *env) (section, error) {
 	fmt.Fprintf(&b, "| the same again (nothing new to create: idempotent) | %.2f | | 0 | | |\n\n", again.Seconds())
 	fmt.Fprintf(&b, "- %.2f s on 2 cores (target under 10 s): **%s**\n", took.Seconds(), verdict(took < 10*time.Second))
 	return section{Title: "Transfers: recommendations for 10,000 products x 50 locations", Command: "go run ./bench/cmd/benchrun -only transfers", Body: b.String()}, nil
+}
+
+// disableAlerts turns the tenant's alerts off: their evaluation after each import forecasts every
+// series too and would share the two cores with what a benchmark measures.
+func disableAlerts(svc *service, creds credentials) error {
+	st, b, err := call("PUT", svc.URL+"/api/admin/alerts/config", map[string]string{"Authorization": "Bearer " + creds.Keys["ADMIN"]},
+		[]byte(`{"config":{"enabled":false,"destinations":[],"cooldownMinutes":60,"alertTypes":{"stockout":true,"lowAtp":true,"forecastDeviation":true,"expiry":true,"slowMoving":true,"overstock":true}}}`))
+	if err != nil || st != 200 {
+		return fmt.Errorf("disable alerts: %d %s %v", st, truncate(b), err)
+	}
+	return nil
 }
