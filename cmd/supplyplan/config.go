@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strconv"
 	"time"
@@ -69,6 +70,8 @@ type Config struct {
 	MCPAllowedOrigins string
 	MCPPageSize       int
 
+	envErr error // first environment variable that did not parse (EnvError)
+
 	// Surfaces chooses what Open starts (serve: all; registry, tools: one). Zero means all.
 	Surfaces Surfaces
 }
@@ -83,9 +86,12 @@ func (s Surfaces) all() Surfaces {
 	return s
 }
 
-// DefaultConfig returns the embedded defaults, overridden by the environment.
+// DefaultConfig returns the embedded defaults, overridden by the environment. A variable whose
+// value does not parse is reported by EnvError rather than silently ignored.
 func DefaultConfig() Config {
-	return Config{
+	var env envReader
+	envString, envInt, envDuration, envFloat, envBool := env.str, env.int, env.duration, env.float, env.bool
+	c := Config{
 		DataDir:         envString("SUPPLYPLAN_DATA_DIR", "./data"),
 		APIAddr:         envString("SUPPLYPLAN_API_ADDR", "127.0.0.1:8080"),
 		LogLevel:        envString("SUPPLYPLAN_LOG_LEVEL", "info"),
@@ -143,8 +149,15 @@ func DefaultConfig() Config {
 		RedisAddr:         envString("SUPPLYPLAN_REDIS_ADDR", ""),
 		RedisPassword:     envString("SUPPLYPLAN_REDIS_PASSWORD", ""),
 		RedisPrefix:       envString("SUPPLYPLAN_REDIS_PREFIX", "supplyplan:"),
+
+		AlertSignalDebounce: envDuration("SUPPLYPLAN_ALERT_SIGNAL_DEBOUNCE", 5*time.Second),
 	}
+	c.envErr = env.err
+	return c
 }
+
+// EnvError names the first environment variable whose value could not be parsed, or is nil.
+func (c Config) EnvError() error { return c.envErr }
 
 // Bind declares the flags; their defaults are the values already in c.
 func (c *Config) Bind(fs *flag.FlagSet) {
@@ -203,45 +216,75 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.FederationSecret, "federation-webhook-secret", c.FederationSecret, "whsec_ secret signing federation events to merchant webhook URLs (SUPPLYPLAN_FEDERATION_WEBHOOK_SECRET)")
 }
 
-func envBool(name string, def bool) bool {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		if b, err := strconv.ParseBool(v); err == nil {
-			return b
-		}
-	}
-	return def
+// envReader reads typed settings from the environment and keeps the first parse error.
+type envReader struct{ err error }
+
+func (e *envReader) lookup(name string) (string, bool) {
+	v, ok := os.LookupEnv(name)
+	return v, ok && v != ""
 }
 
-func envString(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
+func (e *envReader) fail(name, v, want string) {
+	if e.err == nil {
+		e.err = fmt.Errorf("environment variable %s=%q: want %s", name, v, want)
+	}
+}
+
+func (e *envReader) str(name, def string) string {
+	if v, ok := e.lookup(name); ok {
 		return v
 	}
 	return def
 }
 
-func envInt(name string, def int) int {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
+func (e *envReader) bool(name string, def bool) bool {
+	v, ok := e.lookup(name)
+	if !ok {
+		return def
 	}
-	return def
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.fail(name, v, "true or false")
+		return def
+	}
+	return b
 }
 
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
+func (e *envReader) int(name string, def int) int {
+	v, ok := e.lookup(name)
+	if !ok {
+		return def
 	}
-	return def
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		e.fail(name, v, "an integer")
+		return def
+	}
+	return n
 }
 
-func envFloat(name string, def float64) float64 {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			return f
-		}
+func (e *envReader) duration(name string, def time.Duration) time.Duration {
+	v, ok := e.lookup(name)
+	if !ok {
+		return def
 	}
-	return def
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		e.fail(name, v, "a duration such as 30s or 15m")
+		return def
+	}
+	return d
+}
+
+func (e *envReader) float(name string, def float64) float64 {
+	v, ok := e.lookup(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		e.fail(name, v, "a number")
+		return def
+	}
+	return f
 }

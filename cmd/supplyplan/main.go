@@ -62,6 +62,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writer) error {
 	cfg := DefaultConfig()
+	if err := cfg.EnvError(); err != nil {
+		return err
+	}
 	cfg.Surfaces = surfaces
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
