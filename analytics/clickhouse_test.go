@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/analytics"
 	"github.com/supplyplan/supplyplan/analytics/storetest"
+	"github.com/supplyplan/supplyplan/internal/testdeps"
 )
 
 // The ClickHouse tests need a real server: `bash scripts/clickhouse.sh start` (make test does it)
@@ -24,10 +24,7 @@ const testDatabase = "supplyplan_test"
 
 func clickhouseAddr(tb testing.TB) string {
 	tb.Helper()
-	addr := os.Getenv("SUPPLYPLAN_TEST_CLICKHOUSE_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:19000"
-	}
+	addr := testdeps.ClickHouse(tb)
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, DialTimeout: 2 * time.Second})
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -36,11 +33,7 @@ func clickhouseAddr(tb testing.TB) string {
 		_ = conn.Close()
 	}
 	if err != nil {
-		msg := fmt.Sprintf("ClickHouse at %s is not reachable (%v); start it with `bash scripts/clickhouse.sh start`", addr, err)
-		if os.Getenv("CI") != "" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg + " (skipped because CI is not set)")
+		testdeps.Missing(tb, fmt.Sprintf("ClickHouse at %s does not answer: %v", addr, err), "bash scripts/clickhouse.sh start")
 	}
 	return addr
 }

@@ -4,39 +4,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/testdeps"
 	"github.com/supplyplan/supplyplan/redisstore"
 )
-
-// gateRedisAddr returns the test Redis (scripts/redis.sh): it skips when Redis is unreachable, and
-// fails instead under CI.
-func gateRedisAddr(tb testing.TB) string {
-	tb.Helper()
-	addr := os.Getenv("SUPPLYPLAN_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:16379"
-	}
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("Redis at %s is unreachable (run scripts/redis.sh start): %v", addr, err)
-		}
-		tb.Skipf("Redis at %s is unreachable (run scripts/redis.sh start)", addr)
-	}
-	c.Close()
-	return addr
-}
 
 func openGate(tb testing.TB) *redisstore.Gate {
 	tb.Helper()
 	ctx := context.Background()
-	g := redisstore.NewGate(redisstore.GateConfig{Addr: gateRedisAddr(tb), Prefix: "sptest:" + supplyplan.NewID("t") + ":"})
+	g := redisstore.NewGate(redisstore.GateConfig{Addr: testdeps.Redis(tb), Prefix: "sptest:" + supplyplan.NewID("t") + ":"})
 	if err := g.Open(ctx); err != nil {
 		tb.Fatal(err)
 	}

@@ -3,36 +3,17 @@ package redisstore_test
 import (
 	"context"
 	"net"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/testdeps"
 	"github.com/supplyplan/supplyplan/redisstore"
 )
 
-// RedisAddr returns the test Redis (scripts/redis.sh), skipping when it is unreachable, or
-// failing under CI.
-func RedisAddr(tb testing.TB) string {
-	tb.Helper()
-	addr := os.Getenv("SUPPLYPLAN_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:16379"
-	}
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("Redis at %s is unreachable (run scripts/redis.sh start): %v", addr, err)
-		}
-		tb.Skipf("Redis at %s is unreachable (run scripts/redis.sh start)", addr)
-	}
-	c.Close()
-	return addr
-}
-
 func TestGatewayKeys(t *testing.T) {
 	ctx := context.Background()
-	s := redisstore.New(redisstore.Config{Addr: RedisAddr(t), Prefix: "sptest:" + supplyplan.NewID("t") + ":"})
+	s := redisstore.New(redisstore.Config{Addr: testdeps.Redis(t), Prefix: "sptest:" + supplyplan.NewID("t") + ":"})
 	if err := s.Open(ctx); err != nil {
 		t.Fatal(err)
 	}

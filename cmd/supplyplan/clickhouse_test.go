@@ -3,35 +3,16 @@ package main
 import (
 	"fmt"
 	"math"
-	"net"
-	"os"
 	"testing"
 	"time"
-)
 
-// clickhouseAddr returns the test ClickHouse (started by `make deps`); without it the test fails
-// in CI and skips elsewhere.
-func clickhouseAddr(t *testing.T) string {
-	t.Helper()
-	addr := os.Getenv("SUPPLYPLAN_TEST_CLICKHOUSE_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:19000"
-	}
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("ClickHouse not reachable at %s (run make deps): %v", addr, err)
-		}
-		t.Skipf("ClickHouse not reachable at %s (run make deps)", addr)
-	}
-	c.Close()
-	return addr
-}
+	"github.com/supplyplan/supplyplan/internal/testdeps"
+)
 
 // TestServiceOnClickHouse runs the data plane and the forecasting endpoints with demand history in
 // the real ClickHouse server instead of the embedded store.
 func TestServiceOnClickHouse(t *testing.T) {
-	addr := clickhouseAddr(t)
+	addr := testdeps.ClickHouse(t)
 	db := fmt.Sprintf("sp_svc_%d", time.Now().UnixNano())
 	s := MustStart(t, "", func(c *Config) { c.ClickHouseAddr, c.ClickHouseDatabase = addr, db })
 	seedForecastData(t, s)

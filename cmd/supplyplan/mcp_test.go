@@ -23,6 +23,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/actors"
+	"github.com/supplyplan/supplyplan/internal/testdeps"
 	"github.com/supplyplan/supplyplan/internal/tooltest"
 	"github.com/supplyplan/supplyplan/streams"
 )
@@ -520,25 +521,8 @@ func TestOldDataDirGetsDemoMerchant(t *testing.T) {
 	}
 }
 
-func testRedisAddr(t *testing.T) string {
-	t.Helper()
-	addr := os.Getenv("SUPPLYPLAN_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:16379"
-	}
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Redis at %s is unreachable (scripts/redis.sh start): %v", addr, err)
-		}
-		t.Skipf("Redis at %s is unreachable (scripts/redis.sh start)", addr)
-	}
-	c.Close()
-	return addr
-}
-
 func TestDistributedGatewayKeysInRedis(t *testing.T) {
-	addr := testRedisAddr(t)
+	addr := testdeps.Redis(t)
 	prefix := "sptest:" + supplyplan.NewID("it") + ":"
 	e := startMain(t, t.TempDir(), func(c *Config) { c.RedisAddr, c.RedisPrefix = addr, prefix })
 	gw := e.creds.Keys[supplyplan.CredGateway]
@@ -567,7 +551,7 @@ func TestDistributedGatewayKeysInRedis(t *testing.T) {
 }
 
 func TestHealthWithRedisDown(t *testing.T) {
-	testRedisAddr(t) // the same skip/fail rule: redis-server must be installed
+	testdeps.Redis(t) // the same skip/fail rule: redis-server must be installed
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server: %v", err)
@@ -623,10 +607,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	_, nodeErr := exec.LookPath("node")
 	_, statErr := os.Stat(client)
 	if nodeErr != nil || statErr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node or the MCP TypeScript client is missing (run scripts/mcp-client.sh): %v %v", nodeErr, statErr)
-		}
-		t.Skip("node or the MCP TypeScript client is missing (run scripts/mcp-client.sh)")
+		testdeps.Missing(t, fmt.Sprintf("node or the MCP TypeScript client is missing: %v %v", nodeErr, statErr), "bash scripts/mcp-client.sh")
 	}
 	e := startMain(t, t.TempDir(), func(c *Config) { c.MCPPageSize = 2 })
 	args, _ := json.Marshal(tooltest.Args)
@@ -804,7 +785,7 @@ func TestTransferToolsOnRealRecommendations(t *testing.T) {
 	gen := s.Do("POST", "/api/transfers/recommendations", s.Key("ADMIN"), map[string]any{}).Must(t, 200)
 	recs := list(gen, "recommendations")
 	if len(recs) == 0 {
-		t.Skipf("the recommendation engine proposed nothing for this stock: %v", gen)
+		t.Fatalf("the recommendation engine proposed nothing for a store below its reorder point next to a stocked warehouse: %v", gen)
 	}
 	id := recs[0].(map[string]any)["id"].(string)
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,26 +10,8 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/testdeps"
 )
-
-// alertsRedisAddr returns the test Redis (scripts/redis.sh): it skips when Redis is unreachable,
-// and fails instead under CI.
-func alertsRedisAddr(tb testing.TB) string {
-	tb.Helper()
-	addr := os.Getenv("SUPPLYPLAN_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:16379"
-	}
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("Redis at %s is unreachable (run scripts/redis.sh start): %v", addr, err)
-		}
-		tb.Skipf("Redis at %s is unreachable (run scripts/redis.sh start)", addr)
-	}
-	c.Close()
-	return addr
-}
 
 // copyDir copies a stopped service's data dir (the second node gets the same tenants).
 func copyDir(tb testing.TB, src, dst string) {
@@ -66,7 +47,7 @@ func copyDir(tb testing.TB, src, dst string) {
 // a real Redis evaluate the same stockout at the same time; the chat receiver gets one alert. A
 // manual trigger on one instance puts the other in cooldown.
 func TestRedisCooldownAcrossTwoInstances(t *testing.T) {
-	addr := alertsRedisAddr(t)
+	addr := testdeps.Redis(t)
 	chat := startReceiver(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
 	prefix := "sptest:" + supplyplan.NewID("two") + ":"
