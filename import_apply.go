@@ -383,22 +383,16 @@ func (s *TenantState) applyPORow(o *overlay, i int, row PurchaseOrderRow, now ti
 	if _, ok := o.location(dest); !ok {
 		return &RowError{Row: i, Field: "destinationLocationId", Code: RowUnknownLocation, Message: fmt.Sprintf("unknown location %q", dest)}
 	}
-	status := "PENDING"
-	if row.Status != nil && val(row.Status) != "" {
-		status = strings.ToUpper(val(row.Status))
-		if !slices.Contains(PurchaseOrderStatuses, status) {
-			return &RowError{Row: i, Field: "status", Code: RowInvalidValue, Message: "status must be one of " + strings.Join(PurchaseOrderStatuses, ", ")}
-		}
+	status, e := rowStatus(i, row.Status, "PENDING", PurchaseOrderStatuses)
+	if e != nil {
+		return e
 	}
 	expected, e := parseRowTime(i, "expectedAt", row.ExpectedAt)
 	if e != nil {
 		return e
 	}
-	if row.Lines == nil {
-		return &RowError{Row: i, Field: "lines", Code: RowRequired, Message: "lines is required"}
-	}
-	if len(row.Lines) == 0 {
-		return &RowError{Row: i, Field: "lines", Code: RowInvalidValue, Message: "lines must not be empty"}
+	if e := rowLines(i, row.Lines == nil, len(row.Lines)); e != nil {
+		return e
 	}
 	lines := make([]POLine, 0, len(row.Lines))
 	for j, l := range row.Lines {
@@ -425,6 +419,30 @@ func (s *TenantState) applyPORow(o *overlay, i int, row PurchaseOrderRow, now ti
 	return nil
 }
 
+// rowStatus upper-cases an optional status and checks it against the allowed ones; absent or
+// empty means def.
+func rowStatus(i int, v *string, def string, allowed []string) (string, *RowError) {
+	if v == nil || *v == "" {
+		return def, nil
+	}
+	status := strings.ToUpper(*v)
+	if !slices.Contains(allowed, status) {
+		return "", &RowError{Row: i, Field: "status", Code: RowInvalidValue, Message: "status must be one of " + strings.Join(allowed, ", ")}
+	}
+	return status, nil
+}
+
+// rowLines checks that a row's lines are present and not empty.
+func rowLines(i int, missing bool, n int) *RowError {
+	if missing {
+		return &RowError{Row: i, Field: "lines", Code: RowRequired, Message: "lines is required"}
+	}
+	if n == 0 {
+		return &RowError{Row: i, Field: "lines", Code: RowInvalidValue, Message: "lines must not be empty"}
+	}
+	return nil
+}
+
 // OrderStatuses are the accepted order statuses.
 var OrderStatuses = []string{"PENDING", "OPEN", "ALLOCATED", "PICKED", "SHIPPED", "DELIVERED", "CANCELLED", "RETURNED"}
 
@@ -432,22 +450,16 @@ func (s *TenantState) applyOrderRow(o *overlay, i int, row OrderRow, now time.Ti
 	if e := required(i, "externalOrderId", row.ExternalOrderID); e != nil {
 		return e
 	}
-	status := "OPEN"
-	if row.Status != nil && val(row.Status) != "" {
-		status = strings.ToUpper(val(row.Status))
-		if !slices.Contains(OrderStatuses, status) {
-			return &RowError{Row: i, Field: "status", Code: RowInvalidValue, Message: "status must be one of " + strings.Join(OrderStatuses, ", ")}
-		}
+	status, e := rowStatus(i, row.Status, "OPEN", OrderStatuses)
+	if e != nil {
+		return e
 	}
 	ordered, e := parseRowTime(i, "orderedAt", row.OrderedAt)
 	if e != nil {
 		return e
 	}
-	if row.Lines == nil {
-		return &RowError{Row: i, Field: "lines", Code: RowRequired, Message: "lines is required"}
-	}
-	if len(row.Lines) == 0 {
-		return &RowError{Row: i, Field: "lines", Code: RowInvalidValue, Message: "lines must not be empty"}
+	if e := rowLines(i, row.Lines == nil, len(row.Lines)); e != nil {
+		return e
 	}
 	lines := make([]OrderLine, 0, len(row.Lines))
 	for j, l := range row.Lines {

@@ -5,10 +5,7 @@ package http
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"runtime/debug"
 	"time"
 
@@ -62,9 +59,7 @@ type Server struct {
 	svc    Services
 	log    *slog.Logger
 	router *router
-	srv    *fasthttp.Server
-	ln     net.Listener
-	served chan struct{}
+	listener
 }
 
 // NewServer builds the API server and its routes.
@@ -88,66 +83,8 @@ func NewServer(cfg Config, svc Services) *Server {
 	}
 	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
 	s.routes()
-	s.srv = &fasthttp.Server{
-		Handler:                       s.handle,
-		Name:                          "supplyplan",
-		MaxRequestBodySize:            cfg.MaxBodyBytes,
-		ReadTimeout:                   60 * time.Second,
-		WriteTimeout:                  60 * time.Second,
-		IdleTimeout:                   120 * time.Second,
-		DisablePreParseMultipartForm:  true,
-		NoDefaultContentType:          true,
-		DisableHeaderNamesNormalizing: false,
-		CloseOnShutdown:               true,
-		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
-			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-				writeError(ctx, &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
-					Details: map[string][]string{"body": {fmt.Sprintf("must be at most %d bytes", cfg.MaxBodyBytes)}}})
-				return
-			}
-			writeError(ctx, supplyplan.Errorf(supplyplan.EVALIDATION, "Malformed HTTP request"))
-		},
-	}
+	s.listener = newListener("api", cfg.Addr, "supplyplan", cfg.MaxBodyBytes, cfg.Logger, s.handle)
 	return s
-}
-
-// Open listens on the configured address and serves in the background.
-func (s *Server) Open() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen api on %s: %w", s.cfg.Addr, err)
-	}
-	s.ln = ln
-	s.served = make(chan struct{})
-	go func() {
-		defer close(s.served)
-		if err := s.srv.Serve(ln); err != nil {
-			s.log.Error("api server stopped", "err", err)
-		}
-	}()
-	return nil
-}
-
-// Addr is the address the server listens on (useful with port 0).
-func (s *Server) Addr() string {
-	if s.ln == nil {
-		return s.cfg.Addr
-	}
-	return s.ln.Addr().String()
-}
-
-// Close stops accepting connections and waits for in-flight requests.
-func (s *Server) Close(ctx context.Context) error {
-	if s.ln == nil {
-		return nil
-	}
-	err := s.srv.ShutdownWithContext(ctx)
-	// fasthttp's Shutdown returns at once when Serve has not registered the listener yet; closing it
-	// ourselves makes such a late Serve return instead of blocking forever.
-	_ = s.ln.Close()
-	<-s.served
-	s.ln = nil
-	return err
 }
 
 // Handler exposes the request handler (for in-memory tests and benchmarks).

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html"
 	"log/slog"
-	"net"
 	"net/url"
 	"runtime/debug"
 	"strings"
@@ -41,12 +39,10 @@ type ToolsServices struct {
 // ToolServer is the hosted commerce tool service: GET /, GET /health, GET /tools/list,
 // POST /tools/call and MCP at /mcp.
 type ToolServer struct {
-	cfg    ToolsConfig
-	svc    ToolsServices
-	log    *slog.Logger
-	srv    *fasthttp.Server
-	ln     net.Listener
-	served chan struct{}
+	cfg ToolsConfig
+	svc ToolsServices
+	log *slog.Logger
+	listener
 }
 
 // NewToolServer builds the tool service.
@@ -61,57 +57,8 @@ func NewToolServer(cfg ToolsConfig, svc ToolsServices) *ToolServer {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &ToolServer{cfg: cfg, svc: svc, log: cfg.Logger}
-	s.srv = &fasthttp.Server{
-		Handler: s.handle, Name: "supplyplan-tools", MaxRequestBodySize: cfg.BodyLimit + 1024,
-		ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
-		DisablePreParseMultipartForm: true, NoDefaultContentType: true, CloseOnShutdown: true,
-		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
-			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-				writeError(ctx, &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large"})
-				return
-			}
-			writeError(ctx, supplyplan.Errorf(supplyplan.EVALIDATION, "Malformed HTTP request"))
-		},
-	}
+	s.listener = newListener("tools", cfg.Addr, "supplyplan-tools", cfg.BodyLimit+1024, cfg.Logger, s.handle)
 	return s
-}
-
-// Open listens and serves in the background.
-func (s *ToolServer) Open() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen tools on %s: %w", s.cfg.Addr, err)
-	}
-	s.ln = ln
-	s.served = make(chan struct{})
-	go func() {
-		defer close(s.served)
-		if err := s.srv.Serve(ln); err != nil {
-			s.log.Error("tool server stopped", "err", err)
-		}
-	}()
-	return nil
-}
-
-// Addr is the listening address.
-func (s *ToolServer) Addr() string {
-	if s.ln == nil {
-		return s.cfg.Addr
-	}
-	return s.ln.Addr().String()
-}
-
-// Close stops accepting connections and waits for in-flight requests.
-func (s *ToolServer) Close(ctx context.Context) error {
-	if s.ln == nil {
-		return nil
-	}
-	err := s.srv.ShutdownWithContext(ctx)
-	// As for the API server: a Serve that had not registered the listener yet would block forever.
-	_ = s.ln.Close()
-	<-s.served
-	s.ln = nil
-	return err
 }
 
 // Handler exposes the request handler (tests and benchmarks).
