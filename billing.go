@@ -203,9 +203,9 @@ type BillingRecord struct {
 	CurrentPeriodEnd *time.Time `json:"currentPeriodEnd,omitempty"`
 	// SubscriptionEventAt (the newest applied subscription event's created) and its rank order
 	// subscription events: an older event never overwrites newer state.
-	SubscriptionEventAt   time.Time  `json:"subscriptionEventAt"`
-	SubscriptionEventID   string     `json:"subscriptionEventId,omitempty"`
-	SubscriptionEventRank int        `json:"subscriptionEventRank,omitempty"`
+	SubscriptionEventAt   time.Time `json:"subscriptionEventAt"`
+	SubscriptionEventID   string    `json:"subscriptionEventId,omitempty"`
+	SubscriptionEventRank int       `json:"subscriptionEventRank,omitempty"`
 	// Invoice events are ordered the same way, by their created time: InvoiceEventAt is the newest
 	// seen, LastPaymentAt (and LastPaymentEventID) the newest invoice.paid, LastPaymentFailedAt the
 	// newest invoice.payment_failed. UnpaidFailures holds the created times of the failures newer
