@@ -41,6 +41,18 @@ func TestEveryDestinationUsesOneGuard(t *testing.T) {
 			}
 		}
 	}
+	// The cases and 22 spellings of loopback, through the endpoint API.
+	for _, u := range []string{
+		"http://[64:ff9b::a9fe:a9fe]/", "http://[2002:7f00:1::1]/", "http://[::7f00:1]/", "http://[2001:0:7f00:1::ffff:ffff]/",
+		"http://198.18.0.1/", "http://240.0.0.1/", "http://255.255.255.255/",
+		"http://127.0.0.1/", "http://127.0.0.1:8080/x", "http://127.1/", "http://127.0.1/", "http://0x7f000001/",
+		"http://0x7f.0.0.1/", "http://2130706433/", "http://0177.0.0.1/", "http://017700000001/",
+		"http://127.255.255.254/", "http://localhost/", "http://LOCALHOST:80/", "http://localhost./",
+		"http://api.localhost/", "http://[::1]/", "http://[0:0:0:0:0:0:0:1]/", "http://[::ffff:127.0.0.1]/",
+		"http://[::ffff:7f00:1]/", "http://[::127.0.0.1]/", "http://[::7f00:1]/", "http://0.0.0.0/", "http://[::]/",
+	} {
+		destinationRefusal(t, s.Do("POST", "/api/webhooks/endpoints", admin, map[string]any{"url": u}), "url")
+	}
 	// The profile was not changed by the refused PUTs.
 	if p := s.Do("GET", "/api/platform/organizations/"+org+"/merchant", plat, nil).Must(t, 200); str(p, "merchant", "webhookUrl") != "" {
 		t.Fatalf("merchant after refused PUTs = %v", p)
