@@ -201,7 +201,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.SMTPPassword, "smtp-password", c.SMTPPassword, "SMTP PLAIN auth password (SUPPLYPLAN_SMTP_PASSWORD)")
 	fs.StringVar(&c.SMTPStartTLS, "smtp-starttls", c.SMTPStartTLS, "STARTTLS: auto (when offered), always, never (SUPPLYPLAN_SMTP_STARTTLS)")
 	fs.BoolVar(&c.SMTPInsecure, "smtp-insecure-skip-verify", c.SMTPInsecure, "do not verify the SMTP server's certificate (SUPPLYPLAN_SMTP_INSECURE_SKIP_VERIFY)")
-	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", c.WebhookAllowPriv, "allow webhook, chat and federation destinations on private, loopback and link-local addresses (SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE)")
+	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", c.WebhookAllowPriv, "allow webhook, chat and federation destinations on addresses that are not globally reachable (loopback, private, link-local, ...) (SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "timeout of one delivery attempt (SUPPLYPLAN_WEBHOOK_TIMEOUT)")
 	fs.IntVar(&c.DeliveryWorkers, "delivery-workers", c.DeliveryWorkers, "delivery attempts in flight at once (SUPPLYPLAN_DELIVERY_WORKERS)")
 	fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "first retry delay; each next one is 4x longer, at most 12h, +-20% jitter (SUPPLYPLAN_RETRY_BASE)")
