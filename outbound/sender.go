@@ -143,11 +143,14 @@ func (s *Sender) CheckURL(ctx context.Context, field, raw string) error {
 	if localhostName(host) {
 		return supplyplan.Invalid(field, "host %q is the loopback interface (RFC 6761); %s", host, allowHint)
 	}
+	// A name that does not resolve here and now is accepted: it may resolve where and when the
+	// service delivers (a closed network, a record not published yet), and every connection checks
+	// the resolved addresses again. A name that resolves to a refused address is refused now.
 	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupNetIP(lctx, "ip", host)
-	if err != nil || len(addrs) == 0 {
-		return supplyplan.Invalid(field, "host %q does not resolve", host)
+	if err != nil {
+		return nil
 	}
 	for _, a := range addrs {
 		if why := Refusal(a); why != "" {
