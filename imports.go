@@ -60,6 +60,9 @@ const (
 	RowUnknownProduct  = "UNKNOWN_PRODUCT"
 	RowUnknownLocation = "UNKNOWN_LOCATION"
 	RowUnknownSupplier = "UNKNOWN_SUPPLIER"
+	// RowNotApplied marks a valid row a job could not write (the job's message says why); it ends
+	// a job that had applied rows before it stopped. Submitting the rows again is safe.
+	RowNotApplied = "NOT_APPLIED"
 )
 
 // MaxStoredRowErrors caps the errors a job keeps; failedCount still counts every rejected row.
