@@ -1,7 +1,6 @@
 package supplyplan
 
 import (
-	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -236,6 +235,3 @@ func checkTime(fe FieldErrors, field string, v *string, required bool) time.Time
 	}
 	return t
 }
-
-// finite reports whether v is neither NaN nor infinite.
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
