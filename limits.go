@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -91,22 +92,37 @@ func CheckInput(v any) error { return checkInputAt("", v) }
 
 // checkInputAt is CheckInput for an input that sits at path in its request body.
 func checkInputAt(path string, v any) error {
-	c := inputChecker{fe: FieldErrors{}}
+	if !(&inputChecker{first: true}).check(v) {
+		return nil
+	}
+	c := inputChecker{fe: FieldErrors{}, paths: true}
 	c.walk(path, reflect.ValueOf(v), MaxTextLen)
 	return c.fe.Err()
 }
 
 // inputProblem is CheckInput's first problem, for callers that report one (import rows).
 func inputProblem(v any) (field, msg string, bad bool) {
-	c := inputChecker{fe: FieldErrors{}, first: true}
+	if !(&inputChecker{first: true}).check(v) {
+		return "", "", false
+	}
+	c := inputChecker{first: true, paths: true}
 	c.walk("", reflect.ValueOf(v), MaxTextLen)
-	return c.field, c.msg, c.field != "" || c.msg != ""
+	return c.field, c.msg, true
 }
 
+// inputChecker walks a decoded input. A first pass without paths (no allocation) says whether
+// anything is wrong; only then a second one builds the field names.
 type inputChecker struct {
 	fe         FieldErrors
 	first      bool // stop at the first problem
+	paths      bool // build field paths (the second pass)
 	field, msg string
+}
+
+// check reports whether v has a problem (a first-problem pass without paths).
+func (c *inputChecker) check(v any) bool {
+	c.walk("", reflect.ValueOf(v), MaxTextLen)
+	return c.msg != ""
 }
 
 var (
@@ -114,21 +130,70 @@ var (
 	rawType  = reflect.TypeFor[[]byte]()
 )
 
+// fieldPlan is what the walk needs of one exported struct field, computed once per type.
+type fieldPlan struct {
+	index  int
+	name   string // its JSON name
+	max    int    // its `max` tag, MaxTextLen without one
+	inline bool   // an embedded struct without a JSON name: its fields are the outer object's
+}
+
+var plans sync.Map // reflect.Type -> []fieldPlan
+
+func planOf(t reflect.Type) []fieldPlan {
+	if p, ok := plans.Load(t); ok {
+		return p.([]fieldPlan)
+	}
+	var out []fieldPlan
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fp := fieldPlan{index: i, name: name, max: MaxTextLen, inline: f.Anonymous && tag == ""}
+		if m, err := strconv.Atoi(f.Tag.Get("max")); err == nil && m > 0 {
+			fp.max = m
+		}
+		out = append(out, fp)
+	}
+	plans.Store(t, out)
+	return out
+}
+
 func (c *inputChecker) done() bool {
 	return (c.first && c.msg != "") || len(c.fe) >= maxInputProblems
 }
 
 func (c *inputChecker) add(field, msg string) {
-	if field == "" {
-		field = "body"
-	}
 	if c.first {
+		if field == "" {
+			field = "body"
+		}
 		c.field, c.msg = field, msg
 		return
+	}
+	if field == "" {
+		field = "body"
 	}
 	if len(c.fe) < maxInputProblems {
 		c.fe.Add(field, "%s", msg)
 	}
+}
+
+// child returns the path of name under path (only when paths are built).
+func (c *inputChecker) child(path, name string) string {
+	if !c.paths || path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 func (c *inputChecker) walk(path string, v reflect.Value, maxLen int) {
@@ -141,7 +206,7 @@ func (c *inputChecker) walk(path string, v reflect.Value, maxLen int) {
 			c.walk(path, v.Elem(), maxLen)
 		}
 	case reflect.String:
-		if len(v.String()) > maxLen {
+		if v.Len() > maxLen {
 			c.add(path, "must be at most "+strconv.Itoa(maxLen)+" characters")
 		}
 	case reflect.Float32, reflect.Float64:
@@ -157,61 +222,45 @@ func (c *inputChecker) walk(path string, v reflect.Value, maxLen int) {
 			c.add(path, "must be a number "+NumberRange)
 		}
 	case reflect.Struct:
-		t := v.Type()
-		if t == timeType {
+		if v.Type() == timeType {
 			return
 		}
-		for i := 0; i < t.NumField() && !c.done(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
+		for _, f := range planOf(v.Type()) {
+			if c.done() {
+				return
 			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
+			p := path
+			if !f.inline {
+				p = c.child(path, f.name)
 			}
-			if name == "" {
-				name = f.Name
-			}
-			fieldMax := MaxTextLen
-			if m, err := strconv.Atoi(f.Tag.Get("max")); err == nil && m > 0 {
-				fieldMax = m
-			}
-			p := joinPath(path, name)
-			if f.Anonymous && f.Tag.Get("json") == "" {
-				p = path // an embedded struct's fields are the outer object's
-			}
-			c.walk(p, v.Field(i), fieldMax)
+			c.walk(p, v.Field(f.index), f.max)
 		}
 	case reflect.Slice, reflect.Array:
 		if v.Type().ConvertibleTo(rawType) && v.Type().Elem().Kind() == reflect.Uint8 {
 			return // json.RawMessage and []byte: decoded (and checked) by their consumer
 		}
 		for i := 0; i < v.Len() && !c.done(); i++ {
-			c.walk(path+"["+strconv.Itoa(i)+"]", v.Index(i), maxLen)
+			p := path
+			if c.paths {
+				p = path + "[" + strconv.Itoa(i) + "]"
+			}
+			c.walk(p, v.Index(i), maxLen)
 		}
 	case reflect.Map:
 		iter := v.MapRange()
 		for iter.Next() && !c.done() {
 			k := iter.Key()
-			if k.Kind() == reflect.String {
-				if len(k.String()) > maxLen {
-					c.add(path, "keys must be at most "+strconv.Itoa(maxLen)+" characters")
-					continue
-				}
-				c.walk(joinPath(path, k.String()), iter.Value(), maxLen)
+			if k.Kind() != reflect.String {
+				c.walk(path, iter.Value(), maxLen)
 				continue
 			}
-			c.walk(path, iter.Value(), maxLen)
+			if k.Len() > maxLen {
+				c.add(path, "keys must be at most "+strconv.Itoa(maxLen)+" characters")
+				continue
+			}
+			c.walk(c.child(path, k.String()), iter.Value(), maxLen)
 		}
 	}
-}
-
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
 }
 
 // checkText records a problem when a present string is longer than max.

@@ -102,7 +102,11 @@ func TestCheckInputStringsAndNumbers(t *testing.T) {
 		SKU      string  `json:"skuId" max:"5"`
 		Quantity float64 `json:"quantity"`
 	}
+	type Embedded struct {
+		Code string `json:"code" max:"3"`
+	}
 	type body struct {
+		Embedded
 		Name  *string           `json:"name" max:"10"`
 		Notes *string           `json:"notes"`
 		Tags  []string          `json:"tags" max:"3"`
@@ -133,6 +137,7 @@ func TestCheckInputStringsAndNumbers(t *testing.T) {
 		{"map value", body{Meta: map[string]string{"k": "abcde"}}, "meta.k"},
 		{"map key", body{Meta: map[string]string{"abcde": "x"}}, "meta"},
 		{"interface", body{Any: map[string]any{"q": 1e300}}, "any.q"},
+		{"embedded struct", body{Embedded: Embedded{Code: "abcd"}}, "code"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
