@@ -140,7 +140,7 @@ func ErrorResult(e *Error) ToolResult {
 }
 
 // DecodeArgs decodes tool arguments into v: a JSON object (or nothing), no unknown fields, the
-// field at fault named on a type error.
+// field at fault named on a type error, every string and number within its bounds (CheckInput).
 func DecodeArgs(args json.RawMessage, v any) error {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
@@ -164,7 +164,7 @@ func DecodeArgs(args json.RawMessage, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid("arguments", "unexpected data after the JSON object")
 	}
-	return nil
+	return CheckInput(v)
 }
 
 // canonicalArgs renders args without the confirmation token, keys sorted, for token binding.

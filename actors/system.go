@@ -56,6 +56,8 @@ type System struct {
 	mu      sync.Mutex
 	tenants sync.Map // orgID -> *actor.PID
 	closed  bool
+
+	quarantined atomic.Int64 // stored values out of bounds left out at load (reportQuarantined)
 }
 
 const platformStream = "platform"
@@ -209,12 +211,32 @@ func (s *System) tenant(orgID string) (*actor.PID, error) {
 	pid := s.engine.Spawn(func() actor.Receiver {
 		return &durable[*supplyplan.TenantState]{
 			stream: tenantStream(orgID), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery,
-			newState: func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
+			newState:   func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
+			afterApply: func(st *supplyplan.TenantState) { s.reportQuarantined(orgID, st.TakeQuarantined()) },
 		}
 	}, "tenant", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))
 	s.tenants.Store(orgID, pid)
 	return pid, nil
 }
+
+// reportQuarantined logs the stored numbers a tenant's state left out when it loaded (written out
+// of bounds by an earlier version; see supplyplan.TenantState.TakeQuarantined) and counts them.
+func (s *System) reportQuarantined(orgID string, q []supplyplan.QuarantinedValue) {
+	if len(q) == 0 {
+		return
+	}
+	s.quarantined.Add(int64(len(q)))
+	examples := make([]string, 0, min(len(q), 10))
+	for _, v := range q[:cap(examples)] {
+		examples = append(examples, v.String())
+	}
+	s.log.Warn("quarantined stored values out of bounds; they are treated as absent", "org", orgID,
+		"values", len(q), "bound", supplyplan.MaxStored, "examples", examples)
+}
+
+// Quarantined returns how many stored values out of bounds the tenants' states left out since
+// the system opened.
+func (s *System) Quarantined() int64 { return s.quarantined.Load() }
 
 // tenantTx runs fn in the tenant actor of orgID.
 func tenantTx[T any](ctx context.Context, s *System, orgID string, fn func(*supplyplan.TenantState) (T, []supplyplan.Record, error)) (T, error) {

@@ -85,7 +85,7 @@ func decodeJSON(body []byte, limit int, v any) error {
 		return &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Malformed JSON",
 			Details: map[string][]string{"body": {"unexpected data after the JSON object"}}}
 	}
-	return nil
+	return supplyplan.CheckInput(v) // every string and number within its bound (limits.go)
 }
 
 // jsonError turns an encoding/json error into a VALIDATION_ERROR naming the field.
@@ -190,7 +190,7 @@ func (q *Query) Time(name string) (t time.Time, dateOnly, ok bool) {
 	}
 	t, ok = supplyplan.ParseTime(v)
 	if !ok {
-		q.fe.Add(name, "must be an ISO date or date-time")
+		q.fe.Add(name, supplyplan.TimeMessage)
 		return time.Time{}, false, false
 	}
 	return t, supplyplan.IsDateOnly(v), true
