@@ -21,15 +21,26 @@ type listener struct {
 	srv    *fasthttp.Server
 	ln     net.Listener
 	served chan struct{}
+	// budget bounds the request-body bytes held at once (shared between servers when configured).
+	budget *BodyBudget
 }
 
-// newListener builds a fasthttp server with the service's timeouts, reading bodies up to
-// maxBody bytes; a larger or malformed request gets the one error renderer's 413 or 400.
-func newListener(name, addr, serverName string, maxBody int, log *slog.Logger, h fasthttp.RequestHandler) listener {
-	return listener{name: name, addr: addr, log: log, srv: &fasthttp.Server{
-		Handler:                      h,
-		Name:                         serverName,
-		MaxRequestBodySize:           maxBody,
+// newListener builds a fasthttp server with the service's timeouts. Bodies are not read by
+// fasthttp: the handler sees the headers first (StreamRequestBody) and reads the body itself with
+// readBody, under the route's limit and the budget, once the key is checked. A malformed request
+// gets the one error renderer's 400.
+func newListener(name, addr, serverName string, budget *BodyBudget, log *slog.Logger, h fasthttp.RequestHandler) listener {
+	if budget == nil {
+		budget = NewBodyBudget(0)
+	}
+	return listener{name: name, addr: addr, log: log, budget: budget, srv: &fasthttp.Server{
+		Handler:           h,
+		Name:              serverName,
+		StreamRequestBody: true,
+		// With StreamRequestBody fasthttp still pre-reads min(MaxRequestBodySize, Content-Length,
+		// 8 KiB) body bytes before calling the handler (and waits for them). One byte keeps that
+		// wait and buffer to a minimum; the limit itself is enforced by readBody.
+		MaxRequestBodySize:           1,
 		ReadTimeout:                  60 * time.Second,
 		WriteTimeout:                 60 * time.Second,
 		IdleTimeout:                  120 * time.Second,
@@ -38,8 +49,7 @@ func newListener(name, addr, serverName string, maxBody int, log *slog.Logger, h
 		CloseOnShutdown:              true,
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-				writeError(ctx, &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
-					Details: map[string][]string{"body": {fmt.Sprintf("must be at most %d bytes", maxBody)}}})
+				writeError(ctx, &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large"})
 				return
 			}
 			writeError(ctx, supplyplan.Errorf(supplyplan.EVALIDATION, "Malformed HTTP request"))

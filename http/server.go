@@ -17,12 +17,11 @@ import (
 // Config configures the API server.
 type Config struct {
 	Addr string
-	// MaxBodyBytes is the largest request body the server reads at all (the import limit); the
-	// JSON endpoints apply their own smaller limit (BodyLimit).
-	MaxBodyBytes int
-	// BodyLimit caps the body of the forecasting, transfers, alerts and platform endpoints (1 MiB).
+	// BodyLimit caps the body of every endpoint but the import and signal ones (1 MiB).
 	BodyLimit int
-	// ImportMaxBytes and ImportMaxRows limit one import request (413 beyond).
+	// ImportMaxBytes and ImportMaxRows limit one import request (413 beyond). The import limit
+	// applies only once an import key (or, on POST /api/demand/signals, a key with forecast.write)
+	// has been checked; everyone else gets BodyLimit.
 	ImportMaxBytes int
 	ImportMaxRows  int
 	// RequestTimeout is each request's deadline.
@@ -32,6 +31,9 @@ type Config struct {
 	PaymentWebhookSecret string
 	// Now is the clock of signature checks (tests); nil: time.Now.
 	Now func() time.Time
+	// BodyBudget bounds the request-body bytes held at once; share one between servers to bound
+	// the process. nil: a budget of DefaultBodyBudget for this server alone.
+	BodyBudget *BodyBudget
 }
 
 // Services are what the API calls.
@@ -73,8 +75,6 @@ func NewServer(cfg Config, svc Services) *Server {
 	if cfg.ImportMaxRows <= 0 {
 		cfg.ImportMaxRows = 50000
 	}
-	// fasthttp reads bodies up to the largest limit; each endpoint then applies its own.
-	cfg.MaxBodyBytes = max(cfg.MaxBodyBytes, cfg.BodyLimit, cfg.ImportMaxBytes+1)
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
@@ -83,7 +83,7 @@ func NewServer(cfg Config, svc Services) *Server {
 	}
 	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
 	s.routes()
-	s.listener = newListener("api", cfg.Addr, "supplyplan", cfg.MaxBodyBytes, cfg.Logger, s.handle)
+	s.listener = newListener("api", cfg.Addr, "supplyplan", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
 
@@ -98,6 +98,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
 		}
 	}()
+	// A request refused on its headers leaves its body unread on the connection: close it.
+	defer discardUnread(ctx)
 	h, params, allow := s.router.match(ctx.Method(), ctx.Path())
 	if h == nil {
 		if allow != "" {
@@ -110,7 +112,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	r := &Request{Ctx: ctx, Context: rctx, params: params, server: s}
+	r := &Request{Ctx: ctx, Context: rctx, params: params, server: s, bodyLimit: s.cfg.BodyLimit}
+	defer func() { r.body.release() }()
 	if err := h(r); err != nil {
 		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {
 			s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
@@ -125,3 +128,6 @@ func (s *Server) now() time.Time {
 	}
 	return time.Now()
 }
+
+// run calls h for an authenticated request (idempotency keys are handled here).
+func (s *Server) run(r *Request, h handlerFunc) error { return h(r) }
