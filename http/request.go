@@ -90,8 +90,15 @@ func (r *Request) DecodeOptional(v any) error {
 	return decodeJSON(b, r.server.cfg.BodyLimit, v)
 }
 
-// decodeJSON is the one request decoder: one JSON object, known field types, nothing after it.
+// decodeJSON is the one request decoder: one JSON object, known field types, nothing after it,
+// and strict (supplyplan.StrictJSON): valid UTF-8, no key twice, keys matched case-sensitively.
 func decodeJSON(body []byte, limit int, v any) error {
+	return decodeJSONAs(body, limit, v, reflect.TypeOf(v))
+}
+
+// decodeJSONAs is decodeJSON with the strict checks made against schema rather than v's type
+// (for a v that keeps parts raw, such as json.RawMessage rows decoded later).
+func decodeJSONAs(body []byte, limit int, v any, schema reflect.Type) error {
 	if limit > 0 && len(body) > limit {
 		return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
 			Details: map[string][]string{"body": {fmt.Sprintf("must be at most %d bytes", limit)}}}
@@ -103,13 +110,12 @@ func decodeJSON(body []byte, limit int, v any) error {
 	if trimmed[0] != '{' {
 		return supplyplan.Invalid("body", "must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+	clean, _, err := supplyplan.StrictJSON(trimmed, schema)
+	if err != nil {
+		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Malformed JSON",
-			Details: map[string][]string{"body": {"unexpected data after the JSON object"}}}
+	if err := json.Unmarshal(clean, v); err != nil {
+		return jsonError(err)
 	}
 	return nil
 }

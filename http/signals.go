@@ -2,6 +2,7 @@ package http
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -36,7 +37,10 @@ func (s *Server) postSignals(r *Request) error {
 	var in struct {
 		Signals *[]json.RawMessage `json:"signals"`
 	}
-	if err := decodeJSON(body, 0, &in); err != nil {
+	// The rows stay raw (a bad row is a rejected signal, not a 400) but are checked as signal rows.
+	if err := decodeJSONAs(body, 0, &in, reflect.TypeFor[struct {
+		Signals []signalRow `json:"signals"`
+	}]()); err != nil {
 		return err
 	}
 	if in.Signals == nil || len(*in.Signals) == 0 {
