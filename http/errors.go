@@ -25,6 +25,9 @@ var statusOf = map[string]int{
 	supplyplan.ENOTIMPLEMENTED: fasthttp.StatusNotImplemented,
 	supplyplan.EUNAVAILABLE:    fasthttp.StatusServiceUnavailable,
 	supplyplan.EINTERNAL:       fasthttp.StatusInternalServerError,
+	supplyplan.EIDEMINFLIGHT:   fasthttp.StatusConflict,
+	supplyplan.EIDEMREUSED:     fasthttp.StatusUnprocessableEntity,
+	supplyplan.EIDEMLOST:       fasthttp.StatusGone,
 }
 
 // StatusOf returns the HTTP status of an error code.

@@ -53,6 +53,8 @@ type Services struct {
 	// MCP and Gateway back the platform endpoints of the MCP surfaces (optional).
 	MCP     supplyplan.MCPPlatformService
 	Gateway supplyplan.GatewayKeyStore
+	// Idempotency keeps the outcome of requests with an Idempotency-Key (nil: the header is ignored).
+	Idempotency supplyplan.IdempotencyService
 }
 
 // Server is the REST API.
@@ -128,6 +130,3 @@ func (s *Server) now() time.Time {
 	}
 	return time.Now()
 }
-
-// run calls h for an authenticated request (idempotency keys are handled here).
-func (s *Server) run(r *Request, h handlerFunc) error { return h(r) }

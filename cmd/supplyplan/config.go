@@ -75,6 +75,8 @@ type Config struct {
 
 	// Surfaces chooses what Open starts (serve: all; registry, tools: one). Zero means all.
 	Surfaces Surfaces
+	// Clock is the clock of idempotency-key expiry (tests only; no flag). nil: time.Now.
+	Clock func() time.Time
 }
 
 // Surfaces selects the servers Main runs.

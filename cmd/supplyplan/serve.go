@@ -110,7 +110,8 @@ func (m *Main) Open(ctx context.Context) error {
 		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk,
 			DemandChunkSize: cfg.ImportDemandChunk, Workers: cfg.ImportWorkers},
 		Transfers: actors.TransferConfig{Expiry: cfg.RecommendationExpiry, WindowWeeks: cfg.TransferWindowWeeks,
-			LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc}})
+			LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc},
+		Now: cfg.Clock})
 	m.unsubscribe = m.Bus.Subscribe(m.System.HandleEvent)
 	if err := m.System.Open(ctx); err != nil {
 		return err
@@ -149,7 +150,7 @@ func (m *Main) Open(ctx context.Context) error {
 			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
 				Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System, Signals: m.Signals,
 				Alerts: m.System, Webhooks: m.System, Billing: m.System,
-				MCP: m.System, Gateway: m.mcp.gateway})
+				MCP: m.System, Gateway: m.mcp.gateway, Idempotency: m.System})
 		if err := m.API.Open(); err != nil {
 			return err
 		}
