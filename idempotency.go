@@ -18,6 +18,9 @@ const (
 	IdempotencyTTL = 24 * time.Hour
 	// MaxIdempotencyKeyLen is the longest Idempotency-Key accepted.
 	MaxIdempotencyKeyLen = 255
+	// MaxIdempotentBody is the largest response body kept for replays: a larger one is not kept
+	// (its key then answers EIDEMLOST, saying so). It bounds what a key costs in memory.
+	MaxIdempotentBody = 64 << 10
 	// KindIdempotency is the journal record of one key (an IdempotencyEntry).
 	KindIdempotency = "idempotency"
 	// IdempotencyPlatformScope is the scope of the keys of platform-key requests; a tenant's
@@ -44,6 +47,17 @@ type IdempotentResponse struct {
 	Status      int    `json:"status"`
 	ContentType string `json:"contentType,omitempty"`
 	Body        string `json:"body,omitempty"`
+	// Omitted is the size of a body over MaxIdempotentBody, which was not kept.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// NewIdempotentResponse is the response to keep of a request: body is dropped past
+// MaxIdempotentBody.
+func NewIdempotentResponse(status int, contentType string, body []byte) IdempotentResponse {
+	if len(body) > MaxIdempotentBody {
+		return IdempotentResponse{Status: status, ContentType: contentType, Omitted: len(body)}
+	}
+	return IdempotentResponse{Status: status, ContentType: contentType, Body: string(body)}
 }
 
 // IdempotencyEntry is the durable state of one key. Response is nil between the request's first
@@ -71,6 +85,9 @@ func (e *IdempotencyEntry) Outcome(fingerprint string) (*IdempotentResponse, err
 		return nil, Errorf(EIDEMREUSED, "This Idempotency-Key was used for a different request (method, path or body)")
 	case e.Response == nil:
 		return nil, Errorf(EIDEMLOST, "The request with this Idempotency-Key was applied, but its response was lost (the service stopped before storing it); it will not be applied again")
+	case e.Response.Omitted > 0:
+		return nil, Errorf(EIDEMLOST, "The request with this Idempotency-Key was applied (status %d); its response of %d bytes was larger than the %d kept for replays; it will not be applied again",
+			e.Response.Status, e.Response.Omitted, MaxIdempotentBody)
 	}
 	return e.Response, nil
 }

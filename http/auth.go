@@ -134,32 +134,37 @@ var featureForecasting = &feature{name: "forecasting", entitlement: supplyplan.E
 // key), the feature's entitlement, then the permission.
 func (s *Server) tenant(perm supplyplan.Permission, feat *feature, h handlerFunc) handlerFunc {
 	return func(r *Request) error {
-		if err := s.authenticate(r); err != nil {
-			return err
-		}
-		p := r.Principal
-		if p.Platform {
-			return &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
-		}
-		org, ok := s.svc.Auth.Organization(p.OrgID)
-		if !ok {
-			return unknownKey("authorization")
-		}
-		r.Org = org
-		if p.Role == "" {
-			return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
-				Details: map[string][]string{"authorization": {"import keys are accepted only by the import endpoints (x-api-key)"}}}
-		}
-		if feat != nil {
-			if err := supplyplan.RequireEntitlement(&org, feat.name, feat.entitlement); err != nil {
-				return err
-			}
-		}
-		if err := supplyplan.Authorize(p, perm); err != nil {
+		if err := s.tenantAccess(r, perm, feat); err != nil {
 			return err
 		}
 		return s.run(r, h)
 	}
+}
+
+// tenantAccess is tenant's check: it sets r.Principal and r.Org, from the headers only.
+func (s *Server) tenantAccess(r *Request, perm supplyplan.Permission, feat *feature) error {
+	if err := s.authenticate(r); err != nil {
+		return err
+	}
+	p := r.Principal
+	if p.Platform {
+		return &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
+	}
+	org, ok := s.svc.Auth.Organization(p.OrgID)
+	if !ok {
+		return unknownKey("authorization")
+	}
+	r.Org = org
+	if p.Role == "" {
+		return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
+			Details: map[string][]string{"authorization": {"import keys are accepted only by the import endpoints (x-api-key)"}}}
+	}
+	if feat != nil {
+		if err := supplyplan.RequireEntitlement(&org, feat.name, feat.entitlement); err != nil {
+			return err
+		}
+	}
+	return supplyplan.Authorize(p, perm)
 }
 
 // platform wraps h for a platform endpoint: only the platform (super-administrator) key.

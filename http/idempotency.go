@@ -133,8 +133,8 @@ func (s *Server) detached(r *Request, h handlerFunc, claim *supplyplan.Idempoten
 				writeError(pc, err)
 			}
 		}()
-		<-s.svc.Idempotency.FinishIdempotent(claim, supplyplan.IdempotentResponse{Status: pc.Response.StatusCode(),
-			ContentType: string(pc.Response.Header.ContentType()), Body: string(pc.Response.Body())})
+		<-s.svc.Idempotency.FinishIdempotent(claim, supplyplan.NewIdempotentResponse(pc.Response.StatusCode(),
+			string(pc.Response.Header.ContentType()), pc.Response.Body()))
 	}()
 	select {
 	case <-done:

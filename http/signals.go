@@ -133,10 +133,13 @@ func fieldsOf(err error) string {
 // after the key is checked).
 func (s *Server) signalAuth(h handlerFunc) handlerFunc {
 	viaKey := s.importKey(supplyplan.ScopeImportWrite)(h)
-	viaBearer := s.tenant(supplyplan.PermForecastWrite, nil, func(r *Request) error {
+	viaBearer := func(r *Request) error {
+		if err := s.tenantAccess(r, supplyplan.PermForecastWrite, nil); err != nil {
+			return err
+		}
 		r.bodyLimit = s.cfg.ImportMaxBytes
-		return h(r)
-	})
+		return s.run(r, h)
+	}
 	return func(r *Request) error {
 		if len(r.Ctx.Request.Header.Peek("x-api-key")) > 0 {
 			return viaKey(r)

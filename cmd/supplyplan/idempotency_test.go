@@ -392,3 +392,32 @@ func TestKill9WithIdempotencyKeys(t *testing.T) {
 	t.Logf("%d requests, %d acknowledged before kill -9; after restart %d replayed, %d answered 410 (applied, response lost), %d applied for the first time",
 		len(all), acked.Load(), replayed, lost, fresh)
 }
+
+// A keyed signal batch with a bearer key gets the import body limit, as without a key. Signals
+// are applied by the shared signal stream, not in the request's own transaction, so the key stores
+// nothing for them: a retry runs again, and the signalId deduplication applies none of them twice.
+func TestIdempotencyKeyOnALargeSignalBatch(t *testing.T) {
+	s := MustStart(t, "")
+	s.SeedCatalog([]string{"P"}, []string{"L"})
+	at := monday(-1).Add(50 * time.Hour).Format(time.RFC3339)
+	var sigs []any
+	for i := range 12000 {
+		sigs = append(sigs, map[string]any{"signalId": fmt.Sprintf("sig-%06d-padding-padding-padding", i), "skuId": "P", "locationId": "L", "quantity": 1, "occurredAt": at})
+	}
+	body := map[string]any{"signals": sigs}
+	if b, _ := json.Marshal(body); len(b) <= 1<<20 {
+		t.Fatalf("batch of %d bytes is not over the JSON limit", len(b))
+	}
+	first := keyed(t, s.URL, "POST", "/api/demand/signals", s.Key("PLANNER"), "signals-1", body).Must(t, 200)
+	if num(first, "applied") != 12000 {
+		t.Fatalf("first: applied %v", first["applied"])
+	}
+	again := keyed(t, s.URL, "POST", "/api/demand/signals", s.Key("PLANNER"), "signals-1", body).Must(t, 200)
+	if num(again, "applied") != 0 || num(again, "duplicates") != 12000 {
+		t.Fatalf("retry: applied %v duplicates %v", again["applied"], again["duplicates"])
+	}
+	h := s.Do("GET", "/api/demand/history?skuId=P&locationId=L", s.Key("VIEWER"), nil).Must(t, 200)
+	if num(h, "totalActualDemand") != 12000 {
+		t.Fatalf("demand after a retried batch: %v", h["totalActualDemand"])
+	}
+}
