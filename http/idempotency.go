@@ -114,7 +114,9 @@ func (s *Server) detached(r *Request, h handlerFunc, claim *supplyplan.Idempoten
 	r2 := &Request{Ctx: pc, Context: supplyplan.WithIdempotency(dctx, claim), Principal: r.Principal, Org: r.Org,
 		params: r.params, server: s, bodyLimit: r.bodyLimit, body: bd, bodyRead: true}
 	done := make(chan struct{})
+	s.runningOn.Add(1)
 	go func() {
+		defer s.runningOn.Done()
 		defer close(done)
 		defer cancel()
 		defer bd.release()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -23,6 +25,39 @@ type listener struct {
 	served chan struct{}
 	// budget bounds the request-body bytes held at once (shared between servers when configured).
 	budget *BodyBudget
+	track  *connTracker
+}
+
+// connTracker knows the open connections and the handlers running, so that Close can close the
+// connections no handler is using. fasthttp's Shutdown waits for every open connection, and counts
+// one that was accepted but has not sent a request yet as active until its read timeout (60 s).
+type connTracker struct {
+	conns    sync.Map // net.Conn -> struct{}
+	handlers atomic.Int64
+}
+
+func (t *connTracker) state(c net.Conn, st fasthttp.ConnState) {
+	switch st {
+	case fasthttp.StateNew:
+		t.conns.Store(c, struct{}{})
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		t.conns.Delete(c)
+	}
+}
+
+func (t *connTracker) handle(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		t.handlers.Add(1)
+		defer t.handlers.Add(-1)
+		h(ctx)
+	}
+}
+
+func (t *connTracker) closeAll() {
+	t.conns.Range(func(k, _ any) bool {
+		_ = k.(net.Conn).Close()
+		return true
+	})
 }
 
 // newListener builds a fasthttp server with the service's timeouts. Bodies are not read by
@@ -33,8 +68,10 @@ func newListener(name, addr, serverName string, budget *BodyBudget, log *slog.Lo
 	if budget == nil {
 		budget = NewBodyBudget(0)
 	}
-	return listener{name: name, addr: addr, log: log, budget: budget, srv: &fasthttp.Server{
-		Handler:           h,
+	track := &connTracker{}
+	return listener{name: name, addr: addr, log: log, budget: budget, track: track, srv: &fasthttp.Server{
+		Handler:           track.handle(h),
+		ConnState:         track.state,
 		Name:              serverName,
 		StreamRequestBody: true,
 		// With StreamRequestBody fasthttp still pre-reads min(MaxRequestBodySize, Content-Length,
@@ -82,12 +119,28 @@ func (l *listener) Addr() string {
 	return l.ln.Addr().String()
 }
 
-// Close stops accepting connections and waits for in-flight requests.
+// Close stops accepting connections and waits for in-flight requests. Once no handler runs, the
+// connections left are idle or have not sent a request: they are closed rather than waited for.
 func (l *listener) Close(ctx context.Context) error {
 	if l.ln == nil {
 		return nil
 	}
-	err := l.srv.ShutdownWithContext(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- l.srv.ShutdownWithContext(ctx) }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-errc:
+			break wait
+		case <-tick.C:
+			if l.track.handlers.Load() == 0 {
+				l.track.closeAll()
+			}
+		}
+	}
 	// fasthttp's Shutdown returns at once when Serve has not registered the listener yet; closing it
 	// ourselves makes such a late Serve return instead of blocking forever.
 	_ = l.ln.Close()

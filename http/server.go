@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -63,7 +64,28 @@ type Server struct {
 	svc    Services
 	log    *slog.Logger
 	router *router
+	// detached counts keyed requests still running after their client got the timeout's 503.
+	runningOn sync.WaitGroup
 	listener
+}
+
+// Close stops the listener, waits for in-flight requests, then for keyed requests that run on
+// after their timeout (so that their writes and responses are stored before the actors drain).
+func (s *Server) Close(ctx context.Context) error {
+	err := s.listener.Close(ctx)
+	done := make(chan struct{})
+	go func() {
+		s.runningOn.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	return err
 }
 
 // NewServer builds the API server and its routes.
