@@ -35,6 +35,7 @@ test-unit:
 fuzz:
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeScenario -fuzztime 30s
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 30s
+	$(GO) test . -run '^$$' -fuzz FuzzStrictJSON -fuzztime 30s
 	$(GO) test ./rpc -run '^$$' -fuzz FuzzHandleMCP -fuzztime 30s
 
 bench: build

@@ -131,10 +131,11 @@ func SplitImportBody(kind ImportKind, body []byte, maxRows int) ([]json.RawMessa
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, Invalid("body", "must be a JSON object with a %q array", kind.ArrayKey())
 	}
-	if !json.Valid(trimmed) {
-		var v any
-		err := json.Unmarshal(trimmed, &v) // for the position of the syntax error
-		return nil, &Error{Code: EVALIDATION, Message: "Malformed JSON", Details: map[string][]string{"body": {jsonMessage(err)}}}
+	// One strict pass (syntax, UTF-8, duplicate keys, case-variant keys made unknown) instead of
+	// json.Valid: the rows split from the result are then decoded as they are.
+	trimmed, _, err := strictJSON(trimmed, importSchema(kind))
+	if err != nil {
+		return nil, err
 	}
 	key := kind.ArrayKey()
 	rows, isArray, found := splitArray(trimmed, key)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,6 +149,15 @@ func DecodeArgs(args json.RawMessage, v any) error {
 	}
 	if trimmed[0] != '{' {
 		return Invalid("arguments", "must be a JSON object")
+	}
+	// Strict like every request body; a key that matches an argument only case-insensitively is
+	// an unknown argument here, as any other unknown key.
+	trimmed, ignored, err := StrictJSON(trimmed, reflect.TypeOf(v))
+	if err != nil {
+		return err
+	}
+	if len(ignored) > 0 {
+		return Invalid(ignored[0], "is not an argument of this tool (argument names are case-sensitive)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()

@@ -99,7 +99,7 @@ func (s *System) outbound(owner string) (*actor.PID, error) {
 	}
 	pid := s.engine.Spawn(func() actor.Receiver {
 		return &durable[*supplyplan.OutboundState]{
-			stream: outboundStream(owner), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery,
+			stream: outboundStream(owner), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery, now: s.cfg.Now,
 			newState: func() *supplyplan.OutboundState { return supplyplan.NewOutboundState(owner) },
 		}
 	}, "outbound", actor.WithID(owner), actor.WithMaxRestarts(1<<30))

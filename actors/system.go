@@ -32,6 +32,8 @@ type Config struct {
 	Forecaster supplyplan.Forecaster
 	// Transfers configures transfer recommendations.
 	Transfers TransferConfig
+	// Now is the clock of idempotency-key expiry (tests); nil: time.Now.
+	Now func() time.Time
 }
 
 // System owns the hollywood engine, the platform actor and the tenant actors. It implements the
@@ -50,6 +52,7 @@ type System struct {
 	outbounds   sync.Map // owner -> *actor.PID
 	fc          *forecaster
 	changes     *changeRecorder
+	idem        idempotency
 	stop        chan struct{}
 	background  sync.WaitGroup
 
@@ -97,7 +100,7 @@ func (s *System) Open(ctx context.Context) error {
 	s.engine = e
 	s.platformPID = e.Spawn(func() actor.Receiver {
 		return &durable[*supplyplan.PlatformState]{
-			stream: platformStream, journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery,
+			stream: platformStream, journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery, now: s.cfg.Now,
 			newState:   supplyplan.NewPlatformState,
 			afterApply: func(st *supplyplan.PlatformState) { s.index.Store(buildIndex(st)) },
 		}
@@ -210,7 +213,7 @@ func (s *System) tenant(orgID string) (*actor.PID, error) {
 	}
 	pid := s.engine.Spawn(func() actor.Receiver {
 		return &durable[*supplyplan.TenantState]{
-			stream: tenantStream(orgID), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery,
+			stream: tenantStream(orgID), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery, now: s.cfg.Now,
 			newState:   func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
 			afterApply: func(st *supplyplan.TenantState) { s.reportQuarantined(orgID, st.TakeQuarantined()) },
 		}
