@@ -113,19 +113,19 @@ func (c AlertConfig) Destination(id string) (AlertDestination, bool) {
 
 // AlertDestinationInput is one destination of a PUT body.
 type AlertDestinationInput struct {
-	ID      *string `json:"id"`
-	Type    *string `json:"type"`
-	Value   *string `json:"value"`
-	Name    *string `json:"name"`
+	ID      *string `json:"id" max:"100"`
+	Type    *string `json:"type" max:"200"`
+	Value   *string `json:"value" max:"2048"`
+	Name    *string `json:"name" max:"200"`
 	Enabled *bool   `json:"enabled"`
-	Secret  *string `json:"secret"`
+	Secret  *string `json:"secret" max:"200"`
 }
 
 // AlertConfigInput is the `config` object of PUT /api/admin/alerts/config: the full configuration.
 type AlertConfigInput struct {
 	Enabled         *bool                    `json:"enabled"`
 	Destinations    *[]AlertDestinationInput `json:"destinations"`
-	AlertTypes      *map[string]*bool        `json:"alertTypes"`
+	AlertTypes      *map[string]*bool        `json:"alertTypes" max:"200"`
 	CooldownMinutes *float64                 `json:"cooldownMinutes"`
 }
 
@@ -154,6 +154,9 @@ func CheckHTTPURL(v string) string {
 // destination ids are kept or assigned, secrets of WEBHOOK destinations kept or generated, and a
 // destination disabled by the service keeps its reason until it is enabled again.
 func (in AlertConfigInput) ResolveConfig(cur AlertConfig, now time.Time) (AlertConfig, error) {
+	if err := checkInputAt("config", in); err != nil {
+		return AlertConfig{}, err
+	}
 	fe := FieldErrors{}
 	if in.Enabled == nil {
 		fe.Add("config.enabled", "is required (true or false)")
@@ -419,17 +422,20 @@ func PageAlerts(all map[string]*Alert, f AlertFilter) AlertPage {
 
 // TriggerInput is the body of POST /api/admin/alerts/trigger.
 type TriggerInput struct {
-	Type            *string `json:"type"`
-	Severity        *string `json:"severity"`
-	Message         *string `json:"message"`
-	ProductMasterID *string `json:"productMasterId"`
-	LocationID      *string `json:"locationId"`
-	ChannelID       *string `json:"channelId"`
+	Type            *string `json:"type" max:"200"`
+	Severity        *string `json:"severity" max:"200"`
+	Message         *string `json:"message" max:"2000"`
+	ProductMasterID *string `json:"productMasterId" max:"200"`
+	LocationID      *string `json:"locationId" max:"200"`
+	ChannelID       *string `json:"channelId" max:"200"`
 	BypassCooldown  *bool   `json:"bypassCooldown"`
 }
 
 // Validate checks the body's own fields (references are checked against the tenant).
 func (in TriggerInput) Validate() error {
+	if err := CheckInput(in); err != nil {
+		return err
+	}
 	fe := FieldErrors{}
 	if in.Type == nil || *in.Type == "" {
 		fe.Add("type", "is required (%s)", kindList())

@@ -203,16 +203,28 @@ type BillingRecord struct {
 	CurrentPeriodEnd *time.Time `json:"currentPeriodEnd,omitempty"`
 	// SubscriptionEventAt (the newest applied subscription event's created) and its rank order
 	// subscription events: an older event never overwrites newer state.
-	SubscriptionEventAt   time.Time  `json:"subscriptionEventAt"`
-	SubscriptionEventID   string     `json:"subscriptionEventId,omitempty"`
-	SubscriptionEventRank int        `json:"subscriptionEventRank,omitempty"`
-	InvoiceEventAt        time.Time  `json:"invoiceEventAt"`
-	LastPaymentAt         *time.Time `json:"lastPaymentAt,omitempty"`
-	LastPaymentFailedAt   *time.Time `json:"lastPaymentFailedAt,omitempty"`
-	FailedPayments        int        `json:"failedPayments"`
-	CreatedAt             time.Time  `json:"createdAt"`
-	UpdatedAt             time.Time  `json:"updatedAt"`
+	SubscriptionEventAt   time.Time `json:"subscriptionEventAt"`
+	SubscriptionEventID   string    `json:"subscriptionEventId,omitempty"`
+	SubscriptionEventRank int       `json:"subscriptionEventRank,omitempty"`
+	// Invoice events are ordered the same way, by their created time: InvoiceEventAt is the newest
+	// seen, LastPaymentAt (and LastPaymentEventID) the newest invoice.paid, LastPaymentFailedAt the
+	// newest invoice.payment_failed. UnpaidFailures holds the created times of the failures newer
+	// than the newest payment (sorted, at most MaxUnpaidFailures): a payment at or after a failure
+	// supersedes it, whichever arrives first. FailedPayments is their number and PaymentStatus
+	// follows from them (failed while there is one, else paid once a payment is known).
+	InvoiceEventAt      time.Time   `json:"invoiceEventAt"`
+	LastPaymentAt       *time.Time  `json:"lastPaymentAt,omitempty"`
+	LastPaymentEventID  string      `json:"lastPaymentEventId,omitempty"`
+	LastPaymentFailedAt *time.Time  `json:"lastPaymentFailedAt,omitempty"`
+	UnpaidFailures      []time.Time `json:"unpaidFailuresAt,omitempty"`
+	FailedPayments      int         `json:"failedPayments"`
+	CreatedAt           time.Time   `json:"createdAt"`
+	UpdatedAt           time.Time   `json:"updatedAt"`
 }
+
+// MaxUnpaidFailures bounds the payment failures a billing record remembers since its newest
+// payment (the provider retries an invoice a handful of times).
+const MaxUnpaidFailures = 100
 
 // BillingAuditEntry is one line of an organization's billing audit log.
 type BillingAuditEntry struct {
@@ -508,29 +520,91 @@ func (t *paymentTx) apply(ev PaymentEvent, obj paymentObject, orgID string) Paym
 				"status": b.Status, "entitlements": o.Entitlements, "capabilities": o.Capabilities,
 				"currentPeriodEnd": b.CurrentPeriodEnd, "providerEventId": ev.ID, "providerEventType": ev.Type})
 		}
-	case PayInvoicePaid:
-		amt := obj.AmountPaid
-		if created.After(b.InvoiceEventAt) || created.Equal(b.InvoiceEventAt) {
-			b.InvoiceEventAt, b.PaymentStatus = created, "paid"
-			b.FailedPayments = 0
-		}
-		b.LastPaymentAt = later(b.LastPaymentAt, created)
-		t.audit(orgID, ev, "payment_confirmed", "invoice "+obj.ID+" paid", func(e *BillingAuditEntry) { e.Amount, e.Curr = &amt, obj.Currency })
-	case PayInvoiceFailed:
-		amt := obj.AmountDue
-		if created.After(b.InvoiceEventAt) || created.Equal(b.InvoiceEventAt) {
-			b.InvoiceEventAt, b.PaymentStatus = created, "failed"
-		}
-		b.FailedPayments++
-		b.LastPaymentFailedAt = later(b.LastPaymentFailedAt, created)
-		msg := fmt.Sprintf("Payment failed for organization %s: invoice %s, %d %s due", orgID, obj.ID, amt, strings.ToUpper(obj.Currency))
-		t.audit(orgID, ev, "payment_failed", "invoice "+obj.ID+" payment failed", func(e *BillingAuditEntry) { e.Amount, e.Curr = &amt, obj.Currency })
-		t.audit(orgID, ev, "ops_alert", msg, nil)
-		t.emit(PlatformOwner, OpsPaymentFailed, map[string]any{"organizationId": orgID, "invoiceId": obj.ID,
-			"amountDue": amt, "currency": obj.Currency, "failedPayments": b.FailedPayments, "text": msg})
-		res.OpsAlert = msg
+	case PayInvoicePaid, PayInvoiceFailed:
+		return t.applyInvoice(ev, obj, orgID, b, created)
 	}
 	return res
+}
+
+// applyInvoice applies invoice.paid and invoice.payment_failed so that the record ends the same
+// whatever order the events arrive in: a payment supersedes every failure created at or before
+// it; a failure that a known payment already superseded changes nothing but the newest failure
+// time, is logged as ignored_older and raises no operations alert.
+func (t *paymentTx) applyInvoice(ev PaymentEvent, obj paymentObject, orgID string, b *BillingRecord, created time.Time) PaymentResult {
+	b.upgradeFailures()
+	defer b.settleInvoices()
+	if created.After(b.InvoiceEventAt) {
+		b.InvoiceEventAt = created
+	}
+	res := PaymentResult{Status: "applied", OrganizationID: orgID}
+	if ev.Type == PayInvoicePaid {
+		amt := obj.AmountPaid
+		withAmount := func(e *BillingAuditEntry) { e.Amount, e.Curr = &amt, obj.Currency }
+		if b.LastPaymentAt != nil && created.Before(*b.LastPaymentAt) {
+			t.audit(orgID, ev, "ignored_older", fmt.Sprintf("invoice %s paid; older than the payment already applied (event %s of %s)",
+				obj.ID, b.LastPaymentEventID, b.LastPaymentAt.Format(time.RFC3339)), withAmount)
+			return PaymentResult{Status: "ignored_older", OrganizationID: orgID, Message: "older than the newest payment"}
+		}
+		b.LastPaymentAt, b.LastPaymentEventID = &created, ev.ID
+		var kept []time.Time // a new slice: b shares its backing array with the applied state
+		for _, f := range b.UnpaidFailures {
+			if f.After(created) {
+				kept = append(kept, f)
+			}
+		}
+		b.UnpaidFailures = kept
+		t.audit(orgID, ev, "payment_confirmed", "invoice "+obj.ID+" paid", withAmount)
+		return res
+	}
+	amt := obj.AmountDue
+	withAmount := func(e *BillingAuditEntry) { e.Amount, e.Curr = &amt, obj.Currency }
+	b.LastPaymentFailedAt = later(b.LastPaymentFailedAt, created)
+	if b.LastPaymentAt != nil && !created.After(*b.LastPaymentAt) {
+		t.audit(orgID, ev, "ignored_older", fmt.Sprintf("invoice %s payment failed; superseded by the payment already applied (event %s of %s): no operations alert",
+			obj.ID, b.LastPaymentEventID, b.LastPaymentAt.Format(time.RFC3339)), withAmount)
+		return PaymentResult{Status: "ignored_older", OrganizationID: orgID, Message: "superseded by a newer payment; no operations alert"}
+	}
+	i, _ := slices.BinarySearchFunc(b.UnpaidFailures, created, func(a, b time.Time) int { return a.Compare(b) })
+	b.UnpaidFailures = slices.Insert(slices.Clone(b.UnpaidFailures), i, created)
+	if n := len(b.UnpaidFailures); n > MaxUnpaidFailures {
+		b.UnpaidFailures = b.UnpaidFailures[n-MaxUnpaidFailures:]
+	}
+	failed := len(b.UnpaidFailures)
+	msg := fmt.Sprintf("Payment failed for organization %s: invoice %s, %d %s due", orgID, obj.ID, amt, strings.ToUpper(obj.Currency))
+	t.audit(orgID, ev, "payment_failed", "invoice "+obj.ID+" payment failed", withAmount)
+	t.audit(orgID, ev, "ops_alert", msg, nil)
+	t.emit(PlatformOwner, OpsPaymentFailed, map[string]any{"organizationId": orgID, "invoiceId": obj.ID,
+		"amountDue": amt, "currency": obj.Currency, "failedPayments": failed, "text": msg})
+	res.OpsAlert = msg
+	return res
+}
+
+// upgradeFailures gives a record written before UnpaidFailures existed one entry per counted
+// failure, at the newest failure time known.
+func (b *BillingRecord) upgradeFailures() {
+	if b.FailedPayments > 0 && len(b.UnpaidFailures) == 0 {
+		at := b.InvoiceEventAt
+		if b.LastPaymentFailedAt != nil {
+			at = *b.LastPaymentFailedAt
+		}
+		for range min(b.FailedPayments, MaxUnpaidFailures) {
+			b.UnpaidFailures = append(b.UnpaidFailures, at)
+		}
+	}
+}
+
+// settleInvoices derives the failure count and the payment status from the invoice state.
+func (b *BillingRecord) settleInvoices() {
+	b.FailedPayments = len(b.UnpaidFailures)
+	switch {
+	case b.FailedPayments > 0:
+		b.PaymentStatus = "failed"
+	case b.LastPaymentAt != nil:
+		b.PaymentStatus = "paid"
+	}
+	if len(b.UnpaidFailures) == 0 {
+		b.UnpaidFailures = nil
+	}
 }
 
 func later(cur *time.Time, t time.Time) *time.Time {

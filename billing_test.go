@@ -133,3 +133,197 @@ func TestPlansConfig(t *testing.T) {
 		t.Fatal("unknown field accepted")
 	}
 }
+
+// billingFixture is a platform state with one organization whose subscription ties customer
+// cus_1 to it; apply runs an event through the journal encoding like the actor does.
+func billingFixture(t *testing.T) (*PlatformState, string, func(body []byte) (PaymentResult, []Record)) {
+	t.Helper()
+	st := NewPlatformState()
+	now := time.Unix(1_700_000_000, 0).UTC()
+	org, recs, _ := st.CreateOrg(OrganizationInput{Name: strp("Acme"), Slug: strp("acme")}, now)
+	for _, r := range recs {
+		if err := st.Apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply := func(body []byte) (PaymentResult, []Record) {
+		t.Helper()
+		ev, err := ParsePaymentEvent(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, recs, err := st.ApplyPaymentEvent(ev, body, DefaultPlans(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(recs)
+		dec, err := DecodeRecords(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range dec {
+			if err := st.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return res, recs
+	}
+	apply(payEvent("evt_sub", PaySubscriptionCreated, 1000, subObj(org.ID, "cus_1", "price_growth_monthly", "active")))
+	return st, org.ID, apply
+}
+
+func invoiceEvent(id, typ string, created int64, invoice string) []byte {
+	return payEvent(id, typ, created, map[string]any{"id": invoice, "customer": "cus_1", "amount_paid": 4900, "amount_due": 4900, "currency": "usd"})
+}
+
+func opsAlerts(recs []Record) int {
+	n := 0
+	for _, r := range recs {
+		if r.Kind == KindPendingEvent && !r.Del && r.Value.(*DomainEvent).Type == OpsPaymentFailed {
+			n++
+		}
+	}
+	return n
+}
+
+// invoiceState is the part of a billing record invoice events decide.
+func invoiceState(b *BillingRecord) string {
+	j, _ := json.Marshal(struct {
+		Status, PaidEvent string
+		Failed            int
+		Paid, FailedAt    *time.Time
+		InvoiceAt         time.Time
+		Unpaid            []time.Time
+	}{b.PaymentStatus, b.LastPaymentEventID, b.FailedPayments, b.LastPaymentAt, b.LastPaymentFailedAt, b.InvoiceEventAt, b.UnpaidFailures})
+	return string(j)
+}
+
+// TestInvoiceEventsOrderIndependent is the case: invoice.paid (created now-5 s) then
+// invoice.payment_failed (created now-30 s). The late failure is superseded: no failure counted,
+// no operations alert, logged as ignored_older; in the other arrival order the failure alerts
+// when it arrives and the payment then clears it. Both orders end in the same record.
+func TestInvoiceEventsOrderIndependent(t *testing.T) {
+	const now = 2000
+	paid := invoiceEvent("evt_paid", PayInvoicePaid, now-5, "in_1")
+	failed := invoiceEvent("evt_failed", PayInvoiceFailed, now-30, "in_1")
+
+	st, org, apply := billingFixture(t)
+	apply(paid)
+	res, recs := apply(failed)
+	b := st.Billing[org]
+	if res.Status != "ignored_older" || res.OpsAlert != "" || opsAlerts(recs) != 0 {
+		t.Fatalf("late failure = %+v, %d ops alerts", res, opsAlerts(recs))
+	}
+	if b.FailedPayments != 0 || b.PaymentStatus != "paid" || b.LastPaymentFailedAt == nil || b.LastPaymentFailedAt.Unix() != now-30 {
+		t.Fatalf("after paid then an older failure: %+v", b)
+	}
+	v, _ := st.BillingOf(org)
+	actions := map[string]string{}
+	for _, e := range v.AuditLog {
+		actions[e.EventID] += e.Action + " "
+	}
+	if actions["evt_failed"] != "ignored_older " || actions["evt_paid"] != "payment_confirmed " {
+		t.Fatalf("audit = %v", actions)
+	}
+	for _, e := range st.PendingEventList() {
+		if e.Type == OpsPaymentFailed {
+			t.Fatalf("ops alert pending for a superseded failure: %+v", e)
+		}
+	}
+	orderA := invoiceState(b)
+
+	st, org, apply = billingFixture(t)
+	if res, recs := apply(failed); res.Status != "applied" || res.OpsAlert == "" || opsAlerts(recs) != 1 || st.Billing[org].FailedPayments != 1 {
+		t.Fatalf("failure first = %+v, %d ops alerts, record %+v", res, opsAlerts(recs), st.Billing[org])
+	}
+	if res, _ := apply(paid); res.Status != "applied" {
+		t.Fatalf("payment after the failure = %+v", res)
+	}
+	if orderB := invoiceState(st.Billing[org]); orderB != orderA {
+		t.Fatalf("arrival order changed the record:\n paid first:   %s\n failed first: %s", orderA, orderB)
+	}
+}
+
+// TestInvoiceEventsEveryOrder applies six invoice events (a tie between a payment and a failure
+// included) in all 720 orders: the record always ends the same, and a failure raises an
+// operations alert exactly when no payment created at or after it arrived before it.
+func TestInvoiceEventsEveryOrder(t *testing.T) {
+	type inv struct {
+		id      string
+		paid    bool
+		created int64
+	}
+	events := []inv{{"p10", true, 1010}, {"f5", false, 1005}, {"f15", false, 1015}, {"f20", false, 1020}, {"p20", true, 1020}, {"f30", false, 1030}}
+	want := ""
+	perms := 0
+	var permute func(k int)
+	permute = func(k int) {
+		if k < len(events) {
+			for i := k; i < len(events); i++ {
+				events[k], events[i] = events[i], events[k]
+				permute(k + 1)
+				events[k], events[i] = events[i], events[k]
+			}
+			return
+		}
+		perms++
+		st, org, apply := billingFixture(t)
+		for i, e := range events {
+			typ := PayInvoiceFailed
+			if e.paid {
+				typ = PayInvoicePaid
+			}
+			res, recs := apply(invoiceEvent("evt_"+e.id, typ, e.created, "in_"+e.id))
+			if e.paid {
+				continue
+			}
+			superseded := false
+			for _, earlier := range events[:i] {
+				superseded = superseded || (earlier.paid && earlier.created >= e.created)
+			}
+			if alerted := opsAlerts(recs) == 1 && res.OpsAlert != ""; alerted == superseded {
+				t.Fatalf("order %v: failure %s alerted %v, superseded %v (%+v)", events, e.id, alerted, superseded, res)
+			}
+		}
+		got := invoiceState(st.Billing[org])
+		if want == "" {
+			want = got
+			b := st.Billing[org]
+			if b.PaymentStatus != "failed" || b.FailedPayments != 1 || b.LastPaymentAt.Unix() != 1020 || b.LastPaymentFailedAt.Unix() != 1030 ||
+				b.InvoiceEventAt.Unix() != 1030 || b.LastPaymentEventID != "evt_p20" {
+				t.Fatalf("final record %+v", b)
+			}
+		}
+		if got != want {
+			t.Fatalf("order %v ends in\n %s\nwant\n %s", events, got, want)
+		}
+	}
+	permute(0)
+	if perms != 720 {
+		t.Fatalf("%d orders", perms)
+	}
+}
+
+// TestInvoiceRecordFromAnOlderVersion: a record written before unpaid failures were kept counts
+// its failures until a payment newer than them arrives.
+func TestInvoiceRecordFromAnOlderVersion(t *testing.T) {
+	st, org, apply := billingFixture(t)
+	old := *st.Billing[org]
+	failedAt := time.Unix(1500, 0).UTC()
+	old.FailedPayments, old.PaymentStatus, old.LastPaymentFailedAt, old.InvoiceEventAt = 2, "failed", &failedAt, failedAt
+	if err := st.Apply(Put(KindBilling, org, &old)); err != nil {
+		t.Fatal(err)
+	}
+	apply(invoiceEvent("evt_f", PayInvoiceFailed, 1600, "in_2"))
+	if b := st.Billing[org]; b.FailedPayments != 3 || b.PaymentStatus != "failed" {
+		t.Fatalf("after one more failure: %+v", b)
+	}
+	apply(invoiceEvent("evt_p", PayInvoicePaid, 1550, "in_1"))
+	if b := st.Billing[org]; b.FailedPayments != 1 || b.PaymentStatus != "failed" {
+		t.Fatalf("after a payment between the failures: %+v", b)
+	}
+	apply(invoiceEvent("evt_p2", PayInvoicePaid, 1700, "in_2"))
+	if b := st.Billing[org]; b.FailedPayments != 0 || b.PaymentStatus != "paid" {
+		t.Fatalf("after the newest payment: %+v", b)
+	}
+}

@@ -103,29 +103,33 @@ type ExternalEvent struct {
 // EventValueInput is the value object of a request; nil fields are absent.
 type EventValueInput struct {
 	LiftPct        *float64 `json:"liftPct"`
-	StackingMode   *string  `json:"stackingMode"`
-	Description    *string  `json:"description"`
+	StackingMode   *string  `json:"stackingMode" max:"200"`
+	Description    *string  `json:"description" max:"5000"`
 	PriceChangePct *float64 `json:"priceChangePct"`
-	Mechanic       *string  `json:"mechanic"`
+	Mechanic       *string  `json:"mechanic" max:"200"`
 	Intensity      *float64 `json:"intensity"`
 }
 
 // EventInput is the body of event create and update; nil fields are absent.
 type EventInput struct {
-	Name            *string          `json:"name"`
-	Type            *string          `json:"type"`
-	StartsAt        *string          `json:"startsAt"`
-	EndsAt          *string          `json:"endsAt"`
+	Name            *string          `json:"name" max:"200"`
+	Type            *string          `json:"type" max:"200"`
+	StartsAt        *string          `json:"startsAt" max:"200"`
+	EndsAt          *string          `json:"endsAt" max:"200"`
 	Value           *EventValueInput `json:"value"`
-	ProductMasterID *string          `json:"productMasterId"`
-	LocationID      *string          `json:"locationId"`
+	ProductMasterID *string          `json:"productMasterId" max:"200"`
+	LocationID      *string          `json:"locationId" max:"200"`
 	IsGlobal        *bool            `json:"isGlobal"`
 	IsOrgWide       *bool            `json:"isOrgWide"`
 }
 
 // Validate checks the fields present; create requires name, startsAt and endsAt. Dates are parsed
-// into the returned times (zero when absent).
+// into the returned times (zero when absent); both, a date-only endsAt moved to the end of its day
+// included, lie in [MinTime, MaxTime].
 func (in EventInput) Validate(create, platform bool) (starts, ends time.Time, err error) {
+	if err := CheckInput(in); err != nil {
+		return time.Time{}, time.Time{}, err
+	}
 	fe := FieldErrors{}
 	if in.Name != nil || create {
 		switch {
@@ -138,11 +142,15 @@ func (in EventInput) Validate(create, platform bool) (starts, ends time.Time, er
 	if in.Type != nil && !slices.Contains(EventTypes, EventType(*in.Type)) {
 		fe.Add("type", "must be one of %s", joinEnum(EventTypes))
 	}
-	starts = parseField(fe, "startsAt", in.StartsAt, create)
-	ends = parseField(fe, "endsAt", in.EndsAt, create)
+	starts = checkTime(fe, "startsAt", in.StartsAt, create)
+	ends = checkTime(fe, "endsAt", in.EndsAt, create)
 	if in.EndsAt != nil && IsDateOnly(*in.EndsAt) && !ends.IsZero() {
-		// A plain end date includes its whole day: the event ends at the next midnight.
+		// A plain end date includes its whole day: the event ends at the next midnight, which must
+		// still be in range (endsAt 2100-01-01 would end on 2100-01-02).
 		ends = ends.Add(24 * time.Hour)
+		if !InTimeRange(ends) {
+			fe.Add("endsAt", "%s (a date-only endsAt ends at the next midnight)", TimeMessage)
+		}
 	}
 	if v := in.Value; v != nil {
 		if v.LiftPct != nil {
@@ -180,20 +188,6 @@ func (in EventInput) Validate(create, platform bool) (starts, ends time.Time, er
 		fe.Add("isGlobal", "global events are managed by the platform operator")
 	}
 	return starts, ends, fe.Err()
-}
-
-func parseField(fe FieldErrors, field string, v *string, required bool) time.Time {
-	if v == nil {
-		if required {
-			fe.Add(field, "is required (ISO date-time)")
-		}
-		return time.Time{}
-	}
-	t, ok := ParseTime(*v)
-	if !ok {
-		fe.Add(field, "must be an ISO date-time such as 2026-11-23T00:00:00Z")
-	}
-	return t
 }
 
 // NewEvent builds an event from a validated create input and its parsed dates.

@@ -18,7 +18,7 @@ func (d *Date) UnmarshalJSON(b []byte) error {
 	if len(b) < 2 || b[0] != '"' {
 		return Invalid("date", "must be an ISO date string")
 	}
-	t, ok := ParseTime(string(b[1 : len(b)-1]))
+	t, ok := parseTimeAny(string(b[1 : len(b)-1])) // also stored dates: no input range
 	if !ok {
 		return Invalid("date", "must be an ISO date")
 	}
@@ -123,9 +123,9 @@ type GenerateScenarioInput struct {
 	HorizonWeeks *int `json:"horizonWeeks"`
 	// AsOf (extension) generates the version as of a past date: history before its week only, the
 	// first forecast week being its week. Backfilled versions let accuracy be measured at once.
-	AsOf             *string   `json:"asOf"`
-	ProductMasterIDs *[]string `json:"productMasterIds"`
-	LocationIDs      *[]string `json:"locationIds"`
+	AsOf             *string   `json:"asOf" max:"200"`
+	ProductMasterIDs *[]string `json:"productMasterIds" max:"200"`
+	LocationIDs      *[]string `json:"locationIds" max:"200"`
 }
 
 // WeekTotal is one week of a total over many series.
@@ -177,10 +177,10 @@ type GenerateScenarioResult struct {
 
 // CompareInput is POST /api/forecast/scenarios/compare.
 type CompareInput struct {
-	ScenarioIDs     *[]string `json:"scenarioIds"`
+	ScenarioIDs     *[]string `json:"scenarioIds" max:"200"`
 	HorizonWeeks    *int      `json:"horizonWeeks"`
-	ProductMasterID *string   `json:"productMasterId"`
-	LocationID      *string   `json:"locationId"`
+	ProductMasterID *string   `json:"productMasterId" max:"200"`
+	LocationID      *string   `json:"locationId" max:"200"`
 }
 
 // ScenarioComparison is one scenario of a comparison.

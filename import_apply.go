@@ -3,7 +3,6 @@ package supplyplan
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -192,8 +191,8 @@ func (s *TenantState) applyCatalogRow(o *overlay, i int, row CatalogRow, now tim
 		nonNegative(i, "unitPrice", row.UnitPrice)); e != nil {
 		return e
 	}
-	if row.ShelfLifeDays != nil && *row.ShelfLifeDays < 0 {
-		return &RowError{Row: i, Field: "shelfLifeDays", Code: RowInvalidValue, Message: "shelfLifeDays must be >= 0"}
+	if row.ShelfLifeDays != nil && (*row.ShelfLifeDays < 0 || *row.ShelfLifeDays > MaxShelfLifeDays) {
+		return &RowError{Row: i, Field: "shelfLifeDays", Code: RowInvalidValue, Message: fmt.Sprintf("shelfLifeDays must be between 0 and %d", MaxShelfLifeDays)}
 	}
 	id := val(row.ExternalID)
 	var p Product
@@ -298,6 +297,10 @@ func (s *TenantState) applyInventoryRow(o *overlay, i int, row InventoryRow, now
 			lvl.Bins[bin] = *row.QuantityOnHand
 		}
 		lvl.QuantityOnHand = sumBins(lvl.Bins)
+		if !StoredOK(lvl.QuantityOnHand) {
+			return &RowError{Row: i, Field: "quantityOnHand", Code: RowInvalidValue,
+				Message: fmt.Sprintf("quantityOnHand would take the bins of %s at %s above %g in total", p.ID, locID, float64(MaxStored))}
+		}
 	default:
 		lvl.QuantityOnHand = num(row.QuantityOnHand, 0)
 		lvl.Bins = map[string]float64{DefaultBin: lvl.QuantityOnHand}
@@ -493,9 +496,12 @@ func (s *TenantState) resolveDemandRow(o *overlay, i int, row DemandHistoryRow) 
 		nonNegative(i, "actualDemand", row.ActualDemand), nonNegative(i, "forecastedDemand", row.ForecastedDemand)); e != nil {
 		return DemandRow{}, e
 	}
+	if row.OnHand != nil && !NumberOK(*row.OnHand) {
+		return DemandRow{}, &RowError{Row: i, Field: "onHand", Code: RowInvalidValue, Message: "onHand must be a number " + NumberRange}
+	}
 	t, ok := ParseTime(*row.WeekStarting)
 	if !ok {
-		return DemandRow{}, &RowError{Row: i, Field: "weekStarting", Code: RowInvalidValue, Message: "weekStarting must be an ISO date"}
+		return DemandRow{}, &RowError{Row: i, Field: "weekStarting", Code: RowInvalidValue, Message: "weekStarting " + TimeMessage}
 	}
 	p, ok := o.product(val(row.SKU))
 	if !ok {
@@ -526,8 +532,8 @@ func requiredNum(i int, field string, v *float64) *RowError {
 }
 
 func positive(i int, field string, v *float64) *RowError {
-	if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v <= 0) {
-		return &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " must be a number > 0"}
+	if v != nil && (!NumberOK(*v) || *v <= 0) {
+		return &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " must be a number > 0 and at most 1e12"}
 	}
 	return nil
 }

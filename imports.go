@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -61,6 +60,9 @@ const (
 	RowUnknownProduct  = "UNKNOWN_PRODUCT"
 	RowUnknownLocation = "UNKNOWN_LOCATION"
 	RowUnknownSupplier = "UNKNOWN_SUPPLIER"
+	// RowNotApplied marks a valid row a job could not write (the job's message says why); it ends
+	// a job that had applied rows before it stopped. Submitting the rows again is safe.
+	RowNotApplied = "NOT_APPLIED"
 )
 
 // MaxStoredRowErrors caps the errors a job keeps; failedCount still counts every rejected row.
@@ -129,10 +131,11 @@ func SplitImportBody(kind ImportKind, body []byte, maxRows int) ([]json.RawMessa
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, Invalid("body", "must be a JSON object with a %q array", kind.ArrayKey())
 	}
-	if !json.Valid(trimmed) {
-		var v any
-		err := json.Unmarshal(trimmed, &v) // for the position of the syntax error
-		return nil, &Error{Code: EVALIDATION, Message: "Malformed JSON", Details: map[string][]string{"body": {jsonMessage(err)}}}
+	// One strict pass (syntax, UTF-8, duplicate keys, case-variant keys made unknown) instead of
+	// json.Valid: the rows split from the result are then decoded as they are.
+	trimmed, _, err := strictJSON(trimmed, importSchema(kind))
+	if err != nil {
+		return nil, err
 	}
 	key := kind.ArrayKey()
 	rows, isArray, found := splitArray(trimmed, key)
@@ -171,6 +174,10 @@ func decodeRow(i int, raw json.RawMessage, v any) *RowError {
 		}
 		return &RowError{Row: i, Code: RowInvalidType, Message: jsonMessage(err)}
 	}
+	// Every string and number of the row within its bounds (limits.go), before anything looks at it.
+	if field, msg, bad := inputProblem(v); bad {
+		return &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " " + msg}
+	}
 	return nil
 }
 
@@ -185,8 +192,8 @@ func required(i int, field string, v *string) *RowError {
 }
 
 func nonNegative(i int, field string, v *float64) *RowError {
-	if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0) {
-		return &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " must be a number >= 0"}
+	if v != nil && (!NumberOK(*v) || *v < 0) {
+		return &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " must be a number >= 0 and at most 1e12"}
 	}
 	return nil
 }
@@ -220,17 +227,17 @@ func parseRowTime(i int, field string, v *string) (*time.Time, *RowError) {
 	}
 	t, ok := ParseTime(*v)
 	if !ok {
-		return nil, &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " must be an ISO date or date-time"}
+		return nil, &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " " + TimeMessage}
 	}
 	return &t, nil
 }
 
 // CatalogRow is one product of a catalog import.
 type CatalogRow struct {
-	ExternalID    *string  `json:"externalId"`
-	Name          *string  `json:"name"`
-	SKU           *string  `json:"sku"`
-	CategoryID    *string  `json:"categoryId"`
+	ExternalID    *string  `json:"externalId" max:"200"`
+	Name          *string  `json:"name" max:"200"`
+	SKU           *string  `json:"sku" max:"200"`
+	CategoryID    *string  `json:"categoryId" max:"200"`
 	UnitCost      *float64 `json:"unitCost"`
 	UnitPrice     *float64 `json:"unitPrice"`
 	ShelfLifeDays *int     `json:"shelfLifeDays"`
@@ -238,70 +245,70 @@ type CatalogRow struct {
 
 // LotRow is one lot of an inventory row.
 type LotRow struct {
-	LotID     *string  `json:"lotId"`
+	LotID     *string  `json:"lotId" max:"200"`
 	Quantity  *float64 `json:"quantity"`
-	ExpiresAt *string  `json:"expiresAt"`
+	ExpiresAt *string  `json:"expiresAt" max:"200"`
 }
 
 // InventoryRow is one level of an inventory import.
 type InventoryRow struct {
-	SKU              *string  `json:"skuId"`
-	LocationID       *string  `json:"locationId"`
-	LocationName     *string  `json:"locationName"`
+	SKU              *string  `json:"skuId" max:"200"`
+	LocationID       *string  `json:"locationId" max:"200"`
+	LocationName     *string  `json:"locationName" max:"200"`
 	QuantityOnHand   *float64 `json:"quantityOnHand"`
 	QuantityReserved *float64 `json:"quantityReserved"`
 	ReorderPoint     *float64 `json:"reorderPoint"`
-	BinID            *string  `json:"binId"`
+	BinID            *string  `json:"binId" max:"200"`
 	Lots             []LotRow `json:"lots"`
 }
 
 // SupplierRow is one supplier of a suppliers import.
 type SupplierRow struct {
-	ExternalID   *string `json:"externalId"`
-	Name         *string `json:"name"`
+	ExternalID   *string `json:"externalId" max:"200"`
+	Name         *string `json:"name" max:"200"`
 	LeadTimeDays *int    `json:"leadTimeDays"`
-	Email        *string `json:"email"`
+	Email        *string `json:"email" max:"254"`
 }
 
 // POLineRow is one line of a purchase-order row.
 type POLineRow struct {
-	SKU      *string  `json:"skuId"`
+	SKU      *string  `json:"skuId" max:"200"`
 	Quantity *float64 `json:"quantity"`
 	UnitCost *float64 `json:"unitCost"`
 }
 
 // PurchaseOrderRow is one order of a purchase-orders import.
 type PurchaseOrderRow struct {
-	ExternalPoNumber      *string     `json:"externalPoNumber"`
-	SupplierID            *string     `json:"supplierId"`
-	DestinationLocationID *string     `json:"destinationLocationId"`
-	Status                *string     `json:"status"`
-	ExpectedAt            *string     `json:"expectedAt"`
+	ExternalPoNumber      *string     `json:"externalPoNumber" max:"200"`
+	SupplierID            *string     `json:"supplierId" max:"200"`
+	DestinationLocationID *string     `json:"destinationLocationId" max:"200"`
+	Status                *string     `json:"status" max:"200"`
+	ExpectedAt            *string     `json:"expectedAt" max:"200"`
 	Lines                 []POLineRow `json:"lines"`
 }
 
 // OrderLineRow is one line of an order row.
 type OrderLineRow struct {
-	SKU        *string  `json:"skuId"`
+	SKU        *string  `json:"skuId" max:"200"`
 	Quantity   *float64 `json:"quantity"`
-	LocationID *string  `json:"locationId"`
+	LocationID *string  `json:"locationId" max:"200"`
 }
 
 // OrderRow is one order of an orders import.
 type OrderRow struct {
-	ExternalOrderID *string        `json:"externalOrderId"`
-	Status          *string        `json:"status"`
-	Channel         *string        `json:"channel"`
-	OrderedAt       *string        `json:"orderedAt"`
+	ExternalOrderID *string        `json:"externalOrderId" max:"200"`
+	Status          *string        `json:"status" max:"200"`
+	Channel         *string        `json:"channel" max:"200"`
+	OrderedAt       *string        `json:"orderedAt" max:"200"`
 	Lines           []OrderLineRow `json:"lines"`
 }
 
 // DemandHistoryRow is one week of a demand-history import.
 type DemandHistoryRow struct {
-	SKU              *string  `json:"skuId"`
-	LocationID       *string  `json:"locationId"`
-	WeekStarting     *string  `json:"weekStarting"`
-	Channel          *string  `json:"channel"`
+	SKU              *string  `json:"skuId" max:"200"`
+	LocationID       *string  `json:"locationId" max:"200"`
+	WeekStarting     *string  `json:"weekStarting" max:"200"`
+	Channel          *string  `json:"channel" max:"200"`
 	ActualDemand     *float64 `json:"actualDemand"`
 	ForecastedDemand *float64 `json:"forecastedDemand"`
 	OnHand           *float64 `json:"onHand"`

@@ -64,19 +64,19 @@ type Transfer struct {
 
 // TransferInput is the body of a manual transfer.
 type TransferInput struct {
-	ProductMasterID  *string  `json:"productMasterId"`
-	SourceLocationID *string  `json:"sourceLocationId"`
-	DestLocationID   *string  `json:"destLocationId"`
+	ProductMasterID  *string  `json:"productMasterId" max:"200"`
+	SourceLocationID *string  `json:"sourceLocationId" max:"200"`
+	DestLocationID   *string  `json:"destLocationId" max:"200"`
 	Quantity         *float64 `json:"quantity"`
-	SourceBinID      *string  `json:"sourceBinId"`
-	DestBinID        *string  `json:"destBinId"`
-	Notes            *string  `json:"notes"`
+	SourceBinID      *string  `json:"sourceBinId" max:"200"`
+	DestBinID        *string  `json:"destBinId" max:"200"`
+	Notes            *string  `json:"notes" max:"5000"`
 }
 
 // TransferUpdate is the body of POST /api/inventory/transfers/[id].
 type TransferUpdate struct {
-	Status *string `json:"status"`
-	Notes  *string `json:"notes"`
+	Status *string `json:"status" max:"200"`
+	Notes  *string `json:"notes" max:"5000"`
 }
 
 // TransferFilter selects transfers in a listing.
@@ -115,6 +115,9 @@ func (s *TenantState) levelCopy(productID, loc string, now time.Time) InventoryL
 
 // CreateTransfer validates a manual transfer and reserves its quantity at the source.
 func (s *TenantState) CreateTransfer(in TransferInput, by string, now time.Time) (Transfer, []Record, error) {
+	if err := CheckInput(in); err != nil {
+		return Transfer{}, nil, err
+	}
 	fe := FieldErrors{}
 	req := func(field string, v *string) string {
 		if v == nil || strings.TrimSpace(*v) == "" {
@@ -126,8 +129,8 @@ func (s *TenantState) CreateTransfer(in TransferInput, by string, now time.Time)
 	prod, src, dst := req("productMasterId", in.ProductMasterID), req("sourceLocationId", in.SourceLocationID), req("destLocationId", in.DestLocationID)
 	if in.Quantity == nil {
 		fe.Add("quantity", "is required")
-	} else if q := *in.Quantity; math.IsNaN(q) || math.IsInf(q, 0) || q <= 0 {
-		fe.Add("quantity", "must be a number > 0")
+	} else if q := *in.Quantity; !NumberOK(q) || q <= 0 {
+		fe.Add("quantity", "must be a number > 0 and at most 1e12")
 	}
 	if err := fe.Err(); err != nil {
 		return Transfer{}, nil, err
@@ -179,6 +182,9 @@ func (s *TenantState) UpdateTransfer(id string, in TransferUpdate, by string, no
 	if !ok {
 		return Transfer{}, nil, NotFound("Transfer")
 	}
+	if err := CheckInput(in); err != nil {
+		return Transfer{}, nil, err
+	}
 	t := *cur
 	t.History = slices.Clone(cur.History)
 	t.Picks = slices.Clone(cur.Picks)
@@ -215,6 +221,10 @@ func (s *TenantState) UpdateTransfer(id string, in TransferUpdate, by string, no
 				bin = firstBin(dst.Bins)
 			}
 		}
+		if !StoredOK(dst.QuantityOnHand + t.Quantity) {
+			return Transfer{}, nil, Invalid("status", "receiving %s would take the stock of %s at %s above %g",
+				describeQty(t.Quantity), t.ProductMasterID, t.DestLocationID, MaxStored)
+		}
 		if dst.Bins == nil {
 			dst.Bins = map[string]float64{}
 		}
@@ -229,6 +239,10 @@ func (s *TenantState) UpdateTransfer(id string, in TransferUpdate, by string, no
 		recs = append(recs, Put(KindInventory, InventoryKey(t.ProductMasterID, t.SourceLocationID), &src))
 	case t.Status == TransferInTransit && next == TransferCancelled:
 		// Returned: back into the bins it came from.
+		if !StoredOK(src.QuantityOnHand + t.Quantity) {
+			return Transfer{}, nil, Invalid("status", "returning %s would take the stock of %s at %s above %g",
+				describeQty(t.Quantity), t.ProductMasterID, t.SourceLocationID, MaxStored)
+		}
 		for _, p := range t.Picks {
 			src.Bins[p.BinID] += p.Quantity
 		}

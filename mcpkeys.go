@@ -16,7 +16,7 @@ const (
 
 // KeyNameInput is the body of tool key and gateway key creation.
 type KeyNameInput struct {
-	Name *string `json:"name"`
+	Name *string `json:"name" max:"200"`
 }
 
 // Validate checks a key creation body.

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -136,17 +135,15 @@ func (in MerchantInput) Validate() error {
 	return fe.Err()
 }
 
+// validateURL checks an optional URL field with the rule every outbound destination uses
+// (CheckHTTPURL); whether a webhookUrl is reachable is checked where DNS can be asked (the
+// outbound sender), like alert destinations and webhook endpoints.
 func validateURL(fe FieldErrors, field string, v *string) {
 	if v == nil || *v == "" {
 		return
 	}
-	if len(*v) > MaxURLLen {
-		fe.Add(field, "must be at most %d characters", MaxURLLen)
-		return
-	}
-	u, err := url.Parse(*v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		fe.Add(field, "must be an absolute http or https URL without credentials")
+	if msg := CheckHTTPURL(*v); msg != "" {
+		fe.Add(field, "%s", msg)
 	}
 }
 

@@ -84,6 +84,18 @@ func (s *OutboundState) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Lane names the target a delivery goes to (an endpoint, an alert destination, a fixed URL).
+// Deliveries to one target are made one at a time, in the order they were created.
+func (d *Delivery) Lane() string {
+	switch d.Target {
+	case TargetEndpoint:
+		return d.Target + "\x00" + d.EndpointID
+	case TargetAlert:
+		return d.Target + "\x00" + d.DestinationID
+	}
+	return d.Target + "\x00" + d.URL
+}
+
 func (d *Delivery) dedupKey() string {
 	return d.EventID + "\x00" + d.Target + "\x00" + d.EndpointID + d.DestinationID + d.AlertID + d.URL
 }
@@ -278,7 +290,8 @@ type AttemptResult struct {
 }
 
 // RecordAttempt stores one attempt of a delivery: success, a retry time from the policy, or the
-// final failure; a target that answered 410 (or 404 for alert destinations) is disabled and says
+// final failure (after MaxAttempts attempts, or when the delivery is older than the policy's
+// Window); a target that answered 410 (or 404 for alert destinations) is disabled and says
 // why. The alert's destination result follows its delivery.
 func (s *OutboundState) RecordAttempt(id string, at DeliveryAttempt, o Outcome, p RetryPolicy, now time.Time) (AttemptResult, []Record, error) {
 	cur, ok := s.Deliveries[id]
@@ -292,7 +305,9 @@ func (s *OutboundState) RecordAttempt(id string, at DeliveryAttempt, o Outcome, 
 	switch {
 	case o.Success:
 		d.Status, d.NextAttemptAt, d.CompletedAt = DeliverySucceeded, nil, &now
-	case o.Permanent || len(d.Attempts) >= max(d.MaxAttempts, 1):
+	case o.Permanent || len(d.Attempts) >= max(d.MaxAttempts, 1) || now.Sub(d.CreatedAt) >= p.Window(d.MaxAttempts):
+		// Out of attempts, or older than its attempts could ever take: it waited behind earlier
+		// deliveries to its target (ordered delivery) and gives up after this attempt.
 		d.Status, d.NextAttemptAt, d.CompletedAt = DeliveryFailed, nil, &now
 	default:
 		n := len(d.Attempts) // retries so far + 1

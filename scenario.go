@@ -38,25 +38,22 @@ const (
 // ScenarioStatuses lists every scenario status.
 var ScenarioStatuses = []ScenarioStatus{ScenarioDraft, ScenarioPublished, ScenarioArchived}
 
-// Limits on scenario and event inputs.
+// Limits on scenario and event inputs (string and list limits are in limits.go).
 const (
-	MaxNameLen        = 200
-	MaxDescriptionLen = 5000
-	MaxListItems      = 1000
-	MinGlobalLift     = -1.0
-	MaxLift           = 5.0
-	MinEventLift      = -0.99
+	MinGlobalLift = -1.0
+	MaxLift       = 5.0
+	MinEventLift  = -0.99
 )
 
 // CategoryAdjustment lifts the demand of one product category.
 type CategoryAdjustment struct {
-	CategoryID string  `json:"categoryId"`
+	CategoryID string  `json:"categoryId" max:"200"`
 	LiftPct    float64 `json:"liftPct"`
 }
 
 // ChannelAdjustment lifts the demand of one sales channel.
 type ChannelAdjustment struct {
-	ChannelID string  `json:"channelId"`
+	ChannelID string  `json:"channelId" max:"200"`
 	LiftPct   float64 `json:"liftPct"`
 }
 
@@ -87,24 +84,27 @@ type Scenario struct {
 
 // AssumptionsInput is the assumptions object of a request; nil fields are absent.
 type AssumptionsInput struct {
-	Narrative           *string               `json:"narrative"`
+	Narrative           *string               `json:"narrative" max:"20000"`
 	GlobalLiftPct       *float64              `json:"globalLiftPct"`
 	CategoryAdjustments *[]CategoryAdjustment `json:"categoryAdjustments"`
 	ChannelAdjustments  *[]ChannelAdjustment  `json:"channelAdjustments"`
-	IncludedEventIDs    *[]string             `json:"includedEventIds"`
+	IncludedEventIDs    *[]string             `json:"includedEventIds" max:"200"`
 }
 
 // ScenarioInput is the body of scenario create and update; nil fields are absent.
 type ScenarioInput struct {
-	Name        *string           `json:"name"`
-	Description *string           `json:"description"`
-	Type        *string           `json:"type"`
+	Name        *string           `json:"name" max:"200"`
+	Description *string           `json:"description" max:"5000"`
+	Type        *string           `json:"type" max:"200"`
 	Assumptions *AssumptionsInput `json:"assumptions"`
-	Status      *string           `json:"status"`
+	Status      *string           `json:"status" max:"200"`
 }
 
 // Validate checks the input; create requires a name. It does not check that included events exist.
 func (in ScenarioInput) Validate(create bool) error {
+	if err := CheckInput(in); err != nil {
+		return err
+	}
 	fe := FieldErrors{}
 	if in.Name != nil || create {
 		switch {
@@ -124,9 +124,7 @@ func (in ScenarioInput) Validate(create bool) error {
 		fe.Add("status", "cannot be set directly: use POST .../publish or DELETE to archive")
 	}
 	if a := in.Assumptions; a != nil {
-		if a.Narrative != nil && len(*a.Narrative) > 20000 {
-			fe.Add("assumptions.narrative", "must be at most 20000 characters")
-		}
+		checkText(fe, "assumptions.narrative", a.Narrative, MaxNarrativeLen)
 		if a.GlobalLiftPct != nil {
 			checkRange(fe, "assumptions.globalLiftPct", *a.GlobalLiftPct, MinGlobalLift, MaxLift)
 		}

@@ -2,7 +2,6 @@ package supplyplan
 
 import (
 	"context"
-	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -73,7 +72,8 @@ const MaxSignalIDLen = 256
 
 // NormalizeSignal validates s and normalizes it in place: an empty channel becomes ChannelAll and
 // OccurredAt becomes UTC truncated to milliseconds. Errors are VALIDATION_ERROR with one detail per
-// bad field. Quantity may be any finite number (negative values correct earlier signals).
+// bad field. Quantity may be any number within ±MaxNumber (negative values correct earlier
+// signals); OccurredAt lies in [MinTime, MaxTime] (a time that did not parse arrives as zero).
 func NormalizeSignal(s *DemandSignal) error {
 	var details map[string][]string
 	bad := func(field, msg string) {
@@ -97,13 +97,13 @@ func NormalizeSignal(s *DemandSignal) error {
 	if msg := checkSignalID(s.Channel, false); msg != "" {
 		bad("channel", msg)
 	}
-	if math.IsNaN(s.Quantity) || math.IsInf(s.Quantity, 0) {
-		bad("quantity", "must be a finite number")
+	if !NumberOK(s.Quantity) {
+		bad("quantity", "must be a finite number "+NumberRange)
 	}
 	if s.OccurredAt.IsZero() {
-		bad("occurredAt", "is required")
-	} else if s.OccurredAt.Before(minSignalTime) || !s.OccurredAt.Before(maxSignalTime) {
-		bad("occurredAt", "is out of range")
+		bad("occurredAt", "is required: an ISO date-time "+TimeRange)
+	} else if !InTimeRange(s.OccurredAt) {
+		bad("occurredAt", TimeMessage)
 	}
 	if details != nil {
 		return &Error{Code: EVALIDATION, Message: "invalid demand signal", Details: details}
@@ -116,12 +116,6 @@ func NormalizeSignal(s *DemandSignal) error {
 	}
 	return nil
 }
-
-// The accepted range of OccurredAt: years 1900 to 9999.
-var (
-	minSignalTime = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxSignalTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
-)
 
 // checkSignalID returns what is wrong with an id field, or "".
 func checkSignalID(v string, required bool) string {

@@ -130,11 +130,11 @@ var slugRe = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // OrganizationInput is the body of organization creation.
 type OrganizationInput struct {
-	Name         *string   `json:"name"`
-	Slug         *string   `json:"slug"`
-	Plan         *string   `json:"plan"`
-	Entitlements *[]string `json:"entitlements"`
-	Capabilities *[]string `json:"capabilities"`
+	Name         *string   `json:"name" max:"200"`
+	Slug         *string   `json:"slug" max:"200"`
+	Plan         *string   `json:"plan" max:"200"`
+	Entitlements *[]string `json:"entitlements" max:"200"`
+	Capabilities *[]string `json:"capabilities" max:"200"`
 }
 
 // Validate checks a creation body.
@@ -186,13 +186,16 @@ func Dedup(names []string) []string {
 
 // APIKeyInput is the body of key creation: exactly one of Role or Scopes.
 type APIKeyInput struct {
-	Role   *string   `json:"role"`
-	Scopes *[]string `json:"scopes"`
-	Name   *string   `json:"name"`
+	Role   *string   `json:"role" max:"200"`
+	Scopes *[]string `json:"scopes" max:"200"`
+	Name   *string   `json:"name" max:"200"`
 }
 
 // Validate checks a key creation body.
 func (in APIKeyInput) Validate() error {
+	if err := CheckInput(in); err != nil {
+		return err
+	}
 	fe := FieldErrors{}
 	switch {
 	case in.Role != nil && in.Scopes != nil:

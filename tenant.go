@@ -69,6 +69,8 @@ type TenantState struct {
 	ToolAudits map[string]*ToolAudit `json:"toolAudits,omitempty"`
 
 	skuIndex map[string]string // product sku -> product id (derived, rebuilt on load)
+	// quarantined are the stored numbers left out since TakeQuarantined last ran (quarantine.go).
+	quarantined []QuarantinedValue
 }
 
 // NewTenantState returns the empty state of an organization.
@@ -137,6 +139,7 @@ func (s *TenantState) UnmarshalJSON(b []byte) error {
 	}
 	*s = TenantState(p)
 	s.init()
+	s.quarantineAll()
 	return nil
 }
 
@@ -165,8 +168,12 @@ func putValue[T any](m map[string]*T, r Record) error {
 	return nil
 }
 
-// Apply applies one record. It is the only way state changes, both live and on replay.
+// Apply applies one record. It is the only way state changes, both live and on replay. A number
+// out of bounds in the record's value is quarantined first (quarantine.go).
 func (s *TenantState) Apply(r Record) error {
+	if !r.Del && r.Value != nil {
+		s.quarantineValue(r.Kind, r.ID, r.Value)
+	}
 	switch r.Kind {
 	case KindProduct:
 		if old, ok := s.Products[r.ID]; ok && s.skuIndex[old.SKU] == r.ID {

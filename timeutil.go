@@ -9,8 +9,19 @@ import (
 func Now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 
 // ParseTime accepts an RFC 3339 date-time (with or without fractional seconds or zone; a missing
-// zone means UTC) or a plain ISO date (midnight UTC).
+// zone means UTC) or a plain ISO date (midnight UTC), whose UTC instant lies in [MinTime, MaxTime]
+// (limits.go). It is the one parser of client dates: text outside the range is refused like text
+// that is not a date, so no entry point can let through a date that cannot be encoded or stored.
 func ParseTime(s string) (time.Time, bool) {
+	t, ok := parseTimeAny(s)
+	if !ok || !InTimeRange(t) {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// parseTimeAny is ParseTime without the range, for values the service wrote itself.
+func parseTimeAny(s string) (time.Time, bool) {
 	if t, ok := parseDate(s); ok { // the common plain date, without the layouts' cost
 		return t, true
 	}

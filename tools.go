@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,7 +141,7 @@ func ErrorResult(e *Error) ToolResult {
 }
 
 // DecodeArgs decodes tool arguments into v: a JSON object (or nothing), no unknown fields, the
-// field at fault named on a type error.
+// field at fault named on a type error, every string and number within its bounds (CheckInput).
 func DecodeArgs(args json.RawMessage, v any) error {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
@@ -148,6 +149,15 @@ func DecodeArgs(args json.RawMessage, v any) error {
 	}
 	if trimmed[0] != '{' {
 		return Invalid("arguments", "must be a JSON object")
+	}
+	// Strict like every request body; a key that matches an argument only case-insensitively is
+	// an unknown argument here, as any other unknown key.
+	trimmed, ignored, err := StrictJSON(trimmed, reflect.TypeOf(v))
+	if err != nil {
+		return err
+	}
+	if len(ignored) > 0 {
+		return Invalid(ignored[0], "is not an argument of this tool (argument names are case-sensitive)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -164,7 +174,7 @@ func DecodeArgs(args json.RawMessage, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid("arguments", "unexpected data after the JSON object")
 	}
-	return nil
+	return CheckInput(v)
 }
 
 // canonicalArgs renders args without the confirmation token, keys sorted, for token binding.

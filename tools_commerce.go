@@ -113,10 +113,10 @@ func init() {
 
 func searchProducts(c *toolCall) (any, string, error) {
 	var in struct {
-		Query      string `json:"query"`
-		CategoryID string `json:"categoryId"`
+		Query      string `json:"query" max:"200"`
+		CategoryID string `json:"categoryId" max:"200"`
 		Limit      *int   `json:"limit"`
-		Cursor     string `json:"cursor"`
+		Cursor     string `json:"cursor" max:"200"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err
@@ -156,7 +156,7 @@ func searchProducts(c *toolCall) (any, string, error) {
 
 func getProduct(c *toolCall) (any, string, error) {
 	var in struct {
-		ProductID string `json:"productId"`
+		ProductID string `json:"productId" max:"200"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err
@@ -178,8 +178,8 @@ func getProduct(c *toolCall) (any, string, error) {
 
 func checkAvailability(c *toolCall) (any, string, error) {
 	var in struct {
-		ProductID   string   `json:"productId"`
-		LocationIDs []string `json:"locationIds"`
+		ProductID   string   `json:"productId" max:"200"`
+		LocationIDs []string `json:"locationIds" max:"200"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err
@@ -224,9 +224,9 @@ func checkAvailability(c *toolCall) (any, string, error) {
 
 func listLocations(c *toolCall) (any, string, error) {
 	var in struct {
-		Query  string `json:"query"`
+		Query  string `json:"query" max:"200"`
 		Limit  *int   `json:"limit"`
-		Cursor string `json:"cursor"`
+		Cursor string `json:"cursor" max:"200"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err
@@ -266,7 +266,7 @@ func listLocations(c *toolCall) (any, string, error) {
 
 func getOrderStatus(c *toolCall) (any, string, error) {
 	var in struct {
-		OrderID string `json:"orderId"`
+		OrderID string `json:"orderId" max:"200"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err

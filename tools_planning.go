@@ -86,8 +86,8 @@ func init() {
 
 func getDemandForecast(c *toolCall) (any, string, error) {
 	var in struct {
-		ProductID  string `json:"productId"`
-		LocationID string `json:"locationId"`
+		ProductID  string `json:"productId" max:"200"`
+		LocationID string `json:"locationId" max:"200"`
 		Weeks      *int   `json:"weeks"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
@@ -120,7 +120,7 @@ func getDemandForecast(c *toolCall) (any, string, error) {
 
 func listTransferRecommendations(c *toolCall) (any, string, error) {
 	var in struct {
-		Status string `json:"status"`
+		Status string `json:"status" max:"200"`
 		Limit  *int   `json:"limit"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
@@ -154,7 +154,7 @@ func describeRec(r TransferToolRecommendation) string {
 
 func explainRecommendation(c *toolCall) (any, string, error) {
 	var in struct {
-		RecommendationID string `json:"recommendationId"`
+		RecommendationID string `json:"recommendationId" max:"200"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err
@@ -174,8 +174,8 @@ func explainRecommendation(c *toolCall) (any, string, error) {
 
 func approveTransferRecommendation(c *toolCall) (any, string, error) {
 	var in struct {
-		RecommendationID  string `json:"recommendationId"`
-		ConfirmationToken string `json:"confirmationToken"`
+		RecommendationID  string `json:"recommendationId" max:"200"`
+		ConfirmationToken string `json:"confirmationToken" max:"1000"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err

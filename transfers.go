@@ -195,8 +195,8 @@ type RecommendationFilter struct {
 
 // GenerateInput is the body of POST /api/transfers/recommendations.
 type GenerateInput struct {
-	LocationID            *string  `json:"locationId"`
-	ProductMasterID       *string  `json:"productMasterId"`
+	LocationID            *string  `json:"locationId" max:"200"`
+	ProductMasterID       *string  `json:"productMasterId" max:"200"`
 	MinStockDifferencePct *float64 `json:"minStockDifferencePct"`
 	RequirePositiveROI    *bool    `json:"requirePositiveROI"`
 	UnitMargin            *float64 `json:"unitMargin"`
@@ -204,6 +204,9 @@ type GenerateInput struct {
 
 // Validate checks the spec's limits.
 func (in GenerateInput) Validate() error {
+	if err := CheckInput(in); err != nil {
+		return err
+	}
 	fe := FieldErrors{}
 	if in.MinStockDifferencePct != nil {
 		checkRange(fe, "minStockDifferencePct", *in.MinStockDifferencePct, 0, 1)

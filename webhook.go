@@ -3,6 +3,7 @@ package supplyplan
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -267,6 +268,32 @@ func (p RetryPolicy) Delay(n int) time.Duration {
 		d *= 1 - p.Jitter + 2*p.Jitter*rand.Float64()
 	}
 	return time.Duration(d)
+}
+
+// Window is the longest the attempts of a delivery can take under the policy: the sum of the
+// largest delays (jitter included) before each of its retries. A delivery older than that gives
+// up after its next failed attempt, so one that waited behind earlier deliveries to its target
+// still gets an attempt but does not start a full schedule of its own. Zero Base: no bound.
+func (p RetryPolicy) Window(attempts int) time.Duration {
+	if p.Base <= 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	limit := float64(p.Cap)
+	if p.Cap <= 0 {
+		limit = math.Inf(1)
+	}
+	var total float64
+	d := float64(p.Base)
+	for n := 1; n < attempts; n++ {
+		total += min(d, limit) * (1 + max(p.Jitter, 0))
+		if d < limit {
+			d *= p.Factor
+		}
+	}
+	if total >= float64(math.MaxInt64) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(total)
 }
 
 // DeliveryFilter selects deliveries of an endpoint.

@@ -29,10 +29,20 @@ type State interface {
 type txFunc[S State] func(S) (any, []supplyplan.Record, error)
 
 // txMsg asks the actor to run fn and answer on reply (a channel, not hollywood's Request: the
-// notes explain why its random reply ids are unsafe).
+// notes explain why its random reply ids are unsafe). claim is the Idempotency-Key of the request
+// that sent it, if any.
 type txMsg[S State] struct {
 	fn    txFunc[S]
 	reply chan txReply
+	claim *supplyplan.IdempotencyClaim
+}
+
+// respond answers the transaction (exactly once) and tells its claim the outcome is known.
+func (m txMsg[S]) respond(r txReply) {
+	m.reply <- r
+	if m.claim != nil {
+		m.claim.TxDone()
+	}
 }
 
 type txReply struct {
@@ -43,6 +53,7 @@ type txReply struct {
 
 type loadedMsg[S State] struct {
 	state S
+	idem  *idemTable
 	seq   uint64
 	err   error
 }
@@ -62,8 +73,11 @@ type durable[S State] struct {
 	snapEvery int
 	// afterApply runs in the actor after state changed (live and after a load).
 	afterApply func(S)
+	// now is the clock of idempotency keys (nil: time.Now).
+	now func() time.Time
 
 	state      S
+	idem       *idemTable // the Idempotency-Keys whose marker is in this stream
 	loaded     bool
 	loadErr    error
 	stash      []any
@@ -84,7 +98,7 @@ func (d *durable[S]) Receive(c *actor.Context) {
 			// MaxRestarts, the process). Reload from the journal so memory matches disk.
 			d.log.Error("actor panic", "stream", d.stream, "panic", r, "stack", string(debug.Stack()))
 			if m, ok := c.Message().(txMsg[S]); ok {
-				m.reply <- txReply{stream: d.stream, err: supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error")}
+				m.respond(txReply{stream: d.stream, err: supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error")})
 			}
 			d.startLoad()
 		}
@@ -98,13 +112,33 @@ func (d *durable[S]) Receive(c *actor.Context) {
 	case txMsg[S]:
 		if !d.loaded {
 			if d.loadErr != nil {
-				m.reply <- txReply{stream: d.stream, err: d.unavailable()}
+				m.respond(txReply{stream: d.stream, err: d.unavailable()})
 				return
 			}
 			d.stash = append(d.stash, m)
 			return
 		}
 		d.run(m)
+	case idemLookupMsg:
+		if !d.loaded {
+			if d.loadErr != nil {
+				m.reply <- idemLookupReply{err: d.unavailable()}
+				return
+			}
+			d.stash = append(d.stash, m)
+			return
+		}
+		d.lookupIdempotency(m)
+	case idemStoreMsg:
+		if !d.loaded {
+			if d.loadErr != nil {
+				m.reply <- d.unavailable()
+				return
+			}
+			d.stash = append(d.stash, m)
+			return
+		}
+		d.storeIdempotency(m)
 	case drainMsg:
 		if !d.loaded {
 			if d.loadErr != nil {
@@ -135,16 +169,22 @@ func (d *durable[S]) startLoad() {
 	d.loaded = false
 	engine, pid := d.engine, d.pid
 	go func() {
-		st, seq, err := d.load()
-		engine.Send(pid, loadedMsg[S]{state: st, seq: seq, err: err})
+		st, idem, seq, err := d.load()
+		engine.Send(pid, loadedMsg[S]{state: st, idem: idem, seq: seq, err: err})
 	}()
 }
 
-func (d *durable[S]) load() (S, uint64, error) {
+func (d *durable[S]) load() (S, *idemTable, uint64, error) {
 	start := time.Now()
 	st := d.newState()
+	idem := newIdemTable()
 	res, err := d.journal.Load(d.stream, func(_ uint64, data []byte) error {
-		st = d.newState()
+		st, idem = d.newState(), newIdemTable()
+		entries, err := snapshotIdempotency(data)
+		if err != nil {
+			return fmt.Errorf("decode idempotency keys of the snapshot: %w", err)
+		}
+		idem.restore(entries)
 		return json.Unmarshal(data, st)
 	}, func(_ uint64, payload []byte) error {
 		recs, err := supplyplan.DecodeRecords(payload)
@@ -152,6 +192,12 @@ func (d *durable[S]) load() (S, uint64, error) {
 			return err
 		}
 		for _, r := range recs {
+			if r.Kind == supplyplan.KindIdempotency {
+				if err := idem.apply(r); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := st.Apply(r); err != nil {
 				return err
 			}
@@ -159,11 +205,19 @@ func (d *durable[S]) load() (S, uint64, error) {
 		return nil
 	})
 	if err != nil {
-		return st, 0, err
+		return st, idem, 0, err
 	}
+	idem.prune(d.clock())
 	d.log.Debug("state loaded", "stream", d.stream, "snapshotSeq", res.SnapshotSeq, "entries", res.Entries,
-		"took", time.Since(start))
-	return st, res.LastSeq, nil
+		"idempotencyKeys", idem.len(), "took", time.Since(start))
+	return st, idem, res.LastSeq, nil
+}
+
+func (d *durable[S]) clock() time.Time {
+	if d.now != nil {
+		return d.now()
+	}
+	return time.Now()
 }
 
 func (d *durable[S]) onLoaded(m loadedMsg[S]) {
@@ -173,7 +227,11 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 		for _, s := range d.stash {
 			switch s := s.(type) {
 			case txMsg[S]:
-				s.reply <- txReply{stream: d.stream, err: d.unavailable()}
+				s.respond(txReply{stream: d.stream, err: d.unavailable()})
+			case idemLookupMsg:
+				s.reply <- idemLookupReply{err: d.unavailable()}
+			case idemStoreMsg:
+				s.reply <- d.unavailable()
 			case drainMsg:
 				close(s.done)
 			}
@@ -181,7 +239,7 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 		d.stash = nil
 		return
 	}
-	d.state, d.seq, d.loaded, d.loadErr = m.state, m.seq, true, nil
+	d.state, d.idem, d.seq, d.loaded, d.loadErr = m.state, m.idem, m.seq, true, nil
 	d.durableSeq.Store(m.seq)
 	if d.afterApply != nil {
 		d.afterApply(d.state)
@@ -196,14 +254,33 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 		switch s := s.(type) {
 		case txMsg[S]:
 			d.run(s)
+		case idemLookupMsg:
+			d.lookupIdempotency(s)
+		case idemStoreMsg:
+			d.storeIdempotency(s)
 		case drainMsg:
 			d.drain(s)
 		}
 	}
 }
 
-// run executes one transaction: run fn, apply and journal its records, reply when durable.
+// run executes one transaction: run fn, apply and journal its records, reply when durable. The
+// first transaction of a request with an Idempotency-Key that writes anything carries the key's
+// marker in the same journal entry; a key already known here is never applied again.
 func (d *durable[S]) run(m txMsg[S]) {
+	c := m.claim
+	if c != nil && !c.Marked() {
+		if e := d.idem.get(c.Scope, c.Key, d.clock()); e != nil {
+			// The request of this key was applied already (its retry got past the lookup, which
+			// only happens when the marker sits in a stream it did not ask): never apply it twice.
+			_, err := e.Outcome(c.Fingerprint)
+			if err == nil {
+				err = supplyplan.Errorf(supplyplan.EIDEMLOST, "The request with this Idempotency-Key was already applied; retry it to get its response")
+			}
+			m.respond(txReply{stream: d.stream, err: err})
+			return
+		}
+	}
 	v, recs, err := m.fn(d.state)
 	if err != nil || len(recs) == 0 {
 		if err == nil && d.durableSeq.Load() < d.seq {
@@ -211,25 +288,60 @@ func (d *durable[S]) run(m txMsg[S]) {
 			stream := d.stream
 			d.journal.Barrier(func(jerr error) {
 				if jerr != nil {
-					m.reply <- txReply{stream: stream, err: d.unavailable()}
+					m.respond(txReply{stream: stream, err: d.unavailable()})
 					return
 				}
-				m.reply <- txReply{stream: stream, v: v}
+				m.respond(txReply{stream: stream, v: v})
 			})
 			return
 		}
-		m.reply <- txReply{stream: d.stream, v: v, err: err}
+		m.respond(txReply{stream: d.stream, v: v, err: err})
 		return
 	}
+	marked := c != nil && c.Mark()
+	if marked {
+		recs = append(recs[:len(recs):len(recs)], supplyplan.Put(supplyplan.KindIdempotency,
+			supplyplan.IdempotencyID(c.Scope, c.Key),
+			&supplyplan.IdempotencyEntry{Scope: c.Scope, Key: c.Key, Fingerprint: c.Fingerprint, At: d.clock().UTC()}))
+	}
+	stream, holder := d.stream, d.pid
+	d.commit(recs, func(err error) {
+		if err != nil {
+			if marked {
+				c.Unmark()
+			}
+			m.respond(txReply{stream: stream, err: err})
+			return
+		}
+		if marked {
+			c.Commit(holder)
+		}
+		m.respond(txReply{stream: stream, v: v})
+	})
+}
+
+// apply applies one record: idempotency keys to the key table, everything else to the state.
+func (d *durable[S]) apply(r supplyplan.Record) error {
+	if r.Kind == supplyplan.KindIdempotency {
+		err := d.idem.apply(r)
+		d.idem.prune(d.clock())
+		return err
+	}
+	return d.state.Apply(r)
+}
+
+// commit applies recs, journals them as one entry and calls done once the entry is durable (nil)
+// or failed. done runs on the journal's goroutine: it must only send.
+func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 	payload, err := supplyplan.EncodeRecords(recs)
 	if err != nil {
-		m.reply <- txReply{stream: d.stream, err: fmt.Errorf("encode records: %w", err)}
+		done(fmt.Errorf("encode records: %w", err))
 		return
 	}
 	for _, r := range recs {
-		if err := d.state.Apply(r); err != nil {
+		if err := d.apply(r); err != nil {
 			// A half-applied write: rebuild from the journal, which does not have it.
-			m.reply <- txReply{stream: d.stream, err: fmt.Errorf("apply %s record: %w", r.Kind, err)}
+			done(fmt.Errorf("apply %s record: %w", r.Kind, err))
 			d.startLoad()
 			return
 		}
@@ -242,12 +354,12 @@ func (d *durable[S]) run(m txMsg[S]) {
 	stream, engine, pid := d.stream, d.engine, d.pid
 	d.journal.Append(stream, seq, payload, func(jerr error) {
 		if jerr != nil {
-			m.reply <- txReply{stream: stream, err: supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Write could not be made durable")}
+			done(supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Write could not be made durable"))
 			engine.Send(pid, reloadMsg{})
 			return
 		}
 		d.durableSeq.Store(seq)
-		m.reply <- txReply{stream: stream, v: v}
+		done(nil)
 	})
 	d.sinceSnap++
 	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && !d.snapping {
@@ -258,6 +370,10 @@ func (d *durable[S]) run(m txMsg[S]) {
 // snapshot captures the state now and saves it on another goroutine (or inline when sync).
 func (d *durable[S]) snapshot(sync bool) {
 	data, err := json.Marshal(d.state)
+	if err == nil {
+		d.idem.prune(d.clock())
+		data, err = withIdempotency(data, d.idem.entries())
+	}
 	if err != nil {
 		d.log.Error("snapshot encode failed", "stream", d.stream, "err", err)
 		return
@@ -290,7 +406,11 @@ func (d *durable[S]) drain(m drainMsg) {
 func ask[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
 	var zero T
 	reply := make(chan txReply, 1)
-	e.Send(pid, txMsg[S]{reply: reply, fn: func(s S) (any, []supplyplan.Record, error) {
+	claim := supplyplan.IdempotencyOf(ctx)
+	if claim != nil {
+		claim.TxStarted()
+	}
+	e.Send(pid, txMsg[S]{reply: reply, claim: claim, fn: func(s S) (any, []supplyplan.Record, error) {
 		v, recs, err := fn(s)
 		return v, recs, err
 	}})
@@ -305,6 +425,9 @@ func ask[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, f
 		}
 		return v, nil
 	case <-ctx.Done():
+		if claim != nil {
+			claim.Abandon() // the transaction may still commit: its outcome is not this answer
+		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return zero, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The request timed out")
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -245,9 +246,38 @@ func (m *importManager) run(orgID string, rj *runningJob, after <-chan struct{})
 	case errors.Is(err, errStopping) || ctx.Err() != nil:
 		m.sys.log.Info("import job paused for shutdown", "job", jobID)
 	default:
-		m.sys.log.Error("import job failed", "job", jobID, "err", err)
-		m.fail(orgID, jobID, "The import could not be completed; see the server log")
+		m.sys.log.Error("import job stopped", "job", jobID, "err", err)
+		m.abort(orgID, jobID, err)
 	}
+}
+
+// jobError is a problem that stops a job (never a row's: a bad row is a row error). Stage says what
+// the job was doing, in words the caller reads in the job's message.
+type jobError struct {
+	stage string
+	err   error
+	// written holds the result of a demand-history chunk whose rows reached the demand store
+	// but whose progress could not be recorded: they count as applied.
+	written    *supplyplan.ImportResult
+	start, end int
+}
+
+func (e *jobError) Error() string { return e.stage + ": " + e.err.Error() }
+func (e *jobError) Unwrap() error { return e.err }
+
+// reason names why a job stopped, for the caller: the stage and the error's client-safe text (an
+// internal error is only named as such; its text is in the server log).
+func reason(err error) string {
+	stage := "processing the job"
+	var je *jobError
+	if errors.As(err, &je) {
+		stage = je.stage
+	}
+	var e *supplyplan.Error
+	if errors.As(err, &e) {
+		return stage + " failed: " + e.Error()
+	}
+	return stage + " failed: internal error (see the server log)"
 }
 
 func (m *importManager) job(ctx context.Context, orgID, jobID string) (supplyplan.ImportJob, error) {
@@ -271,12 +301,10 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string, rj *run
 	if rows == nil { // resumed after a restart: read and split the stored body
 		body, err := os.ReadFile(m.payloadPath(orgID, jobID))
 		if err != nil {
-			m.fail(orgID, jobID, "The request body of this job was lost")
-			return nil
+			return &jobError{stage: "reading the stored request body", err: supplyplan.Errorf(supplyplan.EUNAVAILABLE, "the request body of this job was lost")}
 		}
 		if rows, err = supplyplan.SplitImportBody(job.Kind, body, 0); err != nil {
-			m.fail(orgID, jobID, "The stored request body is unreadable")
-			return nil
+			return &jobError{stage: "reading the stored request body", err: supplyplan.Errorf(supplyplan.EUNAVAILABLE, "the stored request body is unreadable")}
 		}
 	}
 	// Rows of the next chunk are decoded on another goroutine while this one is applied.
@@ -361,23 +389,33 @@ func startDecode(kind supplyplan.ImportKind, rows []json.RawMessage, from, chunk
 }
 
 // entityChunk applies catalog, inventory, supplier, purchase-order or order rows together with the
-// job's progress in one tenant transaction.
+// job's progress in one tenant transaction: all of the chunk or none of it.
 func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d supplyplan.DecodedRows, start, end int) (supplyplan.ImportJob, error) {
 	now := supplyplan.Now()
-	return tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
-		cur, ok := st.ImportJobs[jobID]
-		if !ok {
-			return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
-		}
-		if cur.NextRow != start { // already applied (a retried step): nothing to do
-			return *cur, nil, nil
-		}
-		res := st.ApplyImport(d, now)
-		j := *cur
-		progress(&j, res, end-start, end)
-		return j, append(res.Records, jobRecords(orgID, cur, j)...), nil
+	var j supplyplan.ImportJob
+	err := retry(ctx, func() (err error) {
+		j, err = tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+			cur, ok := st.ImportJobs[jobID]
+			if !ok {
+				return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
+			}
+			if cur.NextRow != start { // already applied (a retried step): nothing to do
+				return *cur, nil, nil
+			}
+			res := st.ApplyImport(d, now)
+			j := *cur
+			progress(&j, res, end-start, end)
+			return j, append(res.Records, jobRecords(orgID, cur, j)...), nil
+		})
+		return err
 	})
+	if err != nil {
+		return j, &jobError{stage: "recording rows " + rowRange(start, end) + " in the tenant journal", err: err, start: start, end: end}
+	}
+	return j, nil
 }
+
+func rowRange(start, end int) string { return strconv.Itoa(start) + " to " + strconv.Itoa(end-1) }
 
 // demandChunk resolves demand rows in the tenant, writes them to the demand store, then records the
 // progress. Demand rows replace their week, so redoing a chunk after a crash changes nothing.
@@ -393,7 +431,7 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 		return st.ApplyImport(d, now), nil, nil
 	})
 	if err != nil {
-		return supplyplan.ImportJob{}, err
+		return supplyplan.ImportJob{}, &jobError{stage: "checking rows " + rowRange(start, end), err: err, start: start, end: end}
 	}
 	tResolved = time.Now()
 	if after != nil { // the job ahead must have committed its writes before this one writes
@@ -405,27 +443,36 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 	}
 	tTurn = time.Now()
 	if len(res.Demand) > 0 {
+		stage := "writing rows " + rowRange(start, end) + " to the demand store"
 		if m.sys.cfg.Demand == nil {
-			return supplyplan.ImportJob{}, errors.New("no demand store configured")
+			return supplyplan.ImportJob{}, &jobError{stage: stage, err: supplyplan.Errorf(supplyplan.EUNAVAILABLE, "no demand store is configured"), start: start, end: end}
 		}
 		if err := retry(ctx, func() error { return m.sys.cfg.Demand.UpsertWeeks(ctx, orgID, res.Demand) }); err != nil {
-			return supplyplan.ImportJob{}, fmt.Errorf("write demand history: %w", err)
+			return supplyplan.ImportJob{}, &jobError{stage: stage, err: fmt.Errorf("write demand history: %w", err), start: start, end: end}
 		}
 		m.sys.fc.bumpDemand(orgID)
 	}
 	tWritten = time.Now()
-	return tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
-		cur, ok := st.ImportJobs[jobID]
-		if !ok {
-			return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
-		}
-		if cur.NextRow != start {
-			return *cur, nil, nil
-		}
-		j := *cur
-		progress(&j, res, end-start, end)
-		return j, jobRecords(orgID, cur, j), nil
+	var j supplyplan.ImportJob
+	err = retry(ctx, func() (err error) {
+		j, err = tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+			cur, ok := st.ImportJobs[jobID]
+			if !ok {
+				return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
+			}
+			if cur.NextRow != start {
+				return *cur, nil, nil
+			}
+			j := *cur
+			progress(&j, res, end-start, end)
+			return j, jobRecords(orgID, cur, j), nil
+		})
+		return err
 	})
+	if err != nil {
+		return j, &jobError{stage: "recording the progress of rows " + rowRange(start, end), err: err, written: &res, start: start, end: end}
+	}
+	return j, nil
 }
 
 // progress records a chunk in the job: counts, errors and where to resume. The first chunk marks the
@@ -455,12 +502,17 @@ func finish(j *supplyplan.ImportJob, now time.Time) {
 	}
 }
 
-// retry runs fn up to 5 times with backoff while it fails and ctx lives.
+// retry runs fn up to 5 times with backoff while it fails with an error that may pass (not a
+// validation, not-found or conflict error) and ctx lives.
 func retry(ctx context.Context, fn func() error) error {
 	var err error
 	for i, wait := 0, 100*time.Millisecond; i < 5; i, wait = i+1, wait*2 {
 		if err = fn(); err == nil {
 			return nil
+		}
+		switch supplyplan.ErrorCode(err) {
+		case supplyplan.EVALIDATION, supplyplan.ENOTFOUND, supplyplan.ECONFLICT:
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -505,20 +557,64 @@ func importEvent(orgID string, j supplyplan.ImportJob) supplyplan.DomainEvent {
 		Data: ImportEventData(j)}
 }
 
-// fail marks a job FAILED (best effort; logged when even that fails).
-func (m *importManager) fail(orgID, jobID, msg string) {
+// abort ends a job that cannot go on (best effort; logged when even that fails, and then the job is
+// resumed on the next start). A job ends FAILED only when it applied nothing; otherwise it ends
+// COMPLETED and every row from where it stopped counts as failed (NOT_APPLIED), so that a client
+// never sees FAILED for a job that changed data. Either way the message names why.
+func (m *importManager) abort(orgID, jobID string, cause error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	why := reason(cause)
+	var je *jobError
+	errors.As(cause, &je)
 	j, err := m.update(ctx, orgID, jobID, func(j *supplyplan.ImportJob) {
-		now := supplyplan.Now()
-		j.Status, j.Message, j.CompletedAt = supplyplan.JobFailed, msg, &now
+		if j.Done() {
+			return
+		}
+		if je != nil && je.written != nil && j.NextRow == je.start { // its rows are in the demand store
+			progress(j, *je.written, je.end-je.start, je.end)
+			if j.Done() {
+				return
+			}
+		}
+		stopAt(j, why, supplyplan.Now())
 	})
 	if err != nil {
-		m.sys.log.Error("cannot mark import job failed", "job", jobID, "err", err)
+		m.sys.log.Error("cannot end import job", "job", jobID, "err", err)
 		return
 	}
 	_ = os.Remove(m.payloadPath(orgID, jobID))
 	m.publish(orgID, j)
+}
+
+// stopAt ends a job at its NextRow: FAILED when nothing was applied, else COMPLETED with the rows not
+// reached counted as failed.
+func stopAt(j *supplyplan.ImportJob, why string, now time.Time) {
+	j.Errors = slices.Clone(j.Errors)
+	j.CompletedAt = &now
+	if j.StartedAt == nil {
+		j.StartedAt = &now
+	}
+	if j.AppliedCount == 0 {
+		j.Status, j.Message = supplyplan.JobFailed, "Nothing was applied: "+why
+		return
+	}
+	from, to := j.NextRow, j.RowCount
+	if from < to {
+		rows := make([]supplyplan.RowError, 0, min(to-from, supplyplan.MaxStoredRowErrors))
+		for r := from; r < to && len(j.Errors)+len(rows) < supplyplan.MaxStoredRowErrors; r++ {
+			rows = append(rows, supplyplan.RowError{Row: r, Code: supplyplan.RowNotApplied, Message: "not applied: " + why})
+		}
+		j.AddErrors(rows)
+		if len(j.Errors) >= supplyplan.MaxStoredRowErrors && to-from > len(rows) {
+			j.ErrorsTruncated = true
+		}
+		j.FailedCount += to - from
+		j.ProcessedCount += to - from
+		j.NextRow = to
+		j.Message = "Rows " + rowRange(from, to) + " were not applied: " + why
+	}
+	j.Status = supplyplan.JobCompleted
 }
 
 // publish announces a finished job on the event bus (import.completed, .partial or .failed) once

@@ -75,10 +75,19 @@ func (s *System) MerchantProfile(orgID string) (supplyplan.MerchantProfile, bool
 // ListedMerchants returns the listed merchants sorted by slug (shared: do not modify).
 func (s *System) ListedMerchants() []supplyplan.Merchant { return s.index.Load().mcp.listed }
 
-// SetMerchant stores a merchant profile. A change with a webhook URL writes a merchant.updated
+// SetMerchant stores a merchant profile; its webhookUrl passes the check of every outbound
+// destination (checkDestination). A change with a webhook URL writes a merchant.updated
 // event into the platform outbox in the same journal entry, then hands it to the relay, which
 // turns it into a signed delivery to that URL (the relay's sweep catches it after a crash).
 func (s *System) SetMerchant(ctx context.Context, orgID string, in supplyplan.MerchantInput) (supplyplan.MerchantProfile, error) {
+	if err := in.Validate(); err != nil {
+		return supplyplan.MerchantProfile{}, err
+	}
+	if in.WebhookURL != nil && *in.WebhookURL != "" {
+		if err := s.checkDestination(ctx, "webhookUrl", *in.WebhookURL); err != nil {
+			return supplyplan.MerchantProfile{}, err
+		}
+	}
 	now := supplyplan.Now()
 	type out struct {
 		p      supplyplan.MerchantProfile

@@ -99,7 +99,7 @@ func (s *System) outbound(owner string) (*actor.PID, error) {
 	}
 	pid := s.engine.Spawn(func() actor.Receiver {
 		return &durable[*supplyplan.OutboundState]{
-			stream: outboundStream(owner), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery,
+			stream: outboundStream(owner), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery, now: s.cfg.Now,
 			newState: func() *supplyplan.OutboundState { return supplyplan.NewOutboundState(owner) },
 		}
 	}, "outbound", actor.WithID(owner), actor.WithMaxRestarts(1<<30))
@@ -180,10 +180,10 @@ func (s *System) PutAlertConfig(ctx context.Context, p supplyplan.Principal, in 
 	if _, err := in.ResolveConfig(supplyplan.DefaultAlertConfig(), now); err != nil {
 		return supplyplan.AlertConfig{}, err
 	}
-	if in.Destinations != nil && s.cfg.Outbound.Sender != nil {
+	if in.Destinations != nil {
 		for i, d := range *in.Destinations {
 			if d.Type != nil && d.Value != nil && (*d.Type == string(supplyplan.DestWebhook) || *d.Type == string(supplyplan.DestChat)) {
-				if err := s.cfg.Outbound.Sender.CheckURL(ctx, fmt.Sprintf("config.destinations[%d].value", i), strings.TrimSpace(*d.Value)); err != nil {
+				if err := s.checkDestination(ctx, fmt.Sprintf("config.destinations[%d].value", i), *d.Value); err != nil {
 					return supplyplan.AlertConfig{}, err
 				}
 			}
@@ -314,11 +314,26 @@ func (s *System) ListEndpoints(ctx context.Context, p supplyplan.Principal) ([]s
 	})
 }
 
-func (s *System) checkEndpointURL(ctx context.Context, in supplyplan.WebhookEndpointInput) error {
-	if in.URL == nil || s.cfg.Outbound.Sender == nil || supplyplan.CheckHTTPURL(strings.TrimSpace(*in.URL)) != "" {
-		return nil // the domain validation reports a malformed URL
+// checkDestination is the one check of every URL the service will POST to on a tenant's or
+// merchant's behalf (alert WEBHOOK and CHAT destinations, webhook endpoints, merchant
+// webhookUrl): well-formed (supplyplan.CheckHTTPURL), then globally reachable by the sender's
+// address guard unless the operator allowed private destinations. Errors name field.
+func (s *System) checkDestination(ctx context.Context, field, raw string) error {
+	raw = strings.TrimSpace(raw)
+	if msg := supplyplan.CheckHTTPURL(raw); msg != "" {
+		return supplyplan.Invalid(field, "%s", msg)
 	}
-	return s.cfg.Outbound.Sender.CheckURL(ctx, "url", strings.TrimSpace(*in.URL))
+	if s.cfg.Outbound.Sender == nil {
+		return nil
+	}
+	return s.cfg.Outbound.Sender.CheckURL(ctx, field, raw)
+}
+
+func (s *System) checkEndpointURL(ctx context.Context, in supplyplan.WebhookEndpointInput) error {
+	if in.URL == nil {
+		return nil
+	}
+	return s.checkDestination(ctx, "url", *in.URL)
 }
 
 // CreateEndpoint registers a webhook endpoint; its secret is returned once.

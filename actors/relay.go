@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
@@ -17,7 +18,11 @@ type eventRelay struct {
 	sys *System
 	cfg *OutboundConfig
 
-	ch      chan relayItem
+	ch chan relayItem
+	// dropped is set when the queue was full and an event was left to the sweep: the next queued
+	// event waits for a sweep, so that it does not overtake the one left behind (deliveries to a
+	// target keep the order their events were accepted in).
+	dropped atomic.Bool
 	closing chan struct{}
 	once    sync.Once
 	started bool
@@ -41,9 +46,14 @@ func (r *eventRelay) notify(e supplyplan.DomainEvent) {
 	if e.OrganizationID == supplyplan.PlatformOwner || e.Type == supplyplan.EventSubscriptionUpdated {
 		it.fromPlatform = true
 	}
+	r.queue(it)
+}
+
+func (r *eventRelay) queue(it relayItem) {
 	select {
 	case r.ch <- it:
 	default:
+		r.dropped.Store(true)
 	}
 }
 
@@ -68,6 +78,9 @@ func (r *eventRelay) loop() {
 	for {
 		select {
 		case it := <-r.ch:
+			if r.dropped.Swap(false) {
+				r.sweep() // everything still in an outbox, oldest first, before newer events
+			}
 			r.move(it)
 		case <-t.C:
 			r.sweep()
@@ -188,9 +201,4 @@ func (s *System) prune() {
 }
 
 // enqueue hands an event with a known outbox to the relay without blocking.
-func (r *eventRelay) enqueue(it relayItem) {
-	select {
-	case r.ch <- it:
-	default:
-	}
-}
+func (r *eventRelay) enqueue(it relayItem) { r.queue(it) }

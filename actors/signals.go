@@ -2,7 +2,10 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/supplyplan/supplyplan"
 )
@@ -25,6 +28,19 @@ func (s *System) ApplySignals(ctx context.Context, orgID string, signals []suppl
 	c, err := tenantTx(ctx, s, orgID, func(st *supplyplan.TenantState) (checked, []supplyplan.Record, error) {
 		var r checked
 		for i, sg := range signals {
+			// Callers validated the signal already; checked again because one signal the demand store
+			// refuses would fail the whole batch, and a Kafka batch would then be retried for ever.
+			if sg.OrganizationID == "" {
+				sg.OrganizationID = orgID
+			}
+			if err := supplyplan.NormalizeSignal(&sg); err != nil || sg.OrganizationID != orgID {
+				msg := "organizationId does not match the organization"
+				if err != nil {
+					msg = supplyplan.ErrorMessage(err) + ": " + fieldList(err)
+				}
+				out[i] = supplyplan.Rejected(supplyplan.RejectInvalidSignal, msg)
+				continue
+			}
 			p, ok := st.ProductBySKU(sg.SKU)
 			if !ok {
 				out[i] = supplyplan.Rejected(supplyplan.RejectUnknownProduct, fmt.Sprintf("unknown product %q", sg.SKU))
@@ -79,3 +95,21 @@ func (s *System) signalsApplied(orgID string, _ []supplyplan.DemandSignal, _ []b
 }
 
 var _ supplyplan.SignalSink = (*System)(nil)
+
+// fieldList renders a VALIDATION_ERROR's details as "field: problem; field: problem".
+func fieldList(err error) string {
+	var e *supplyplan.Error
+	if !errors.As(err, &e) {
+		return ""
+	}
+	keys := make([]string, 0, len(e.Details))
+	for k := range e.Details {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+": "+strings.Join(e.Details[k], ", "))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -32,6 +32,8 @@ type Config struct {
 	Forecaster supplyplan.Forecaster
 	// Transfers configures transfer recommendations.
 	Transfers TransferConfig
+	// Now is the clock of idempotency-key expiry (tests); nil: time.Now.
+	Now func() time.Time
 }
 
 // System owns the hollywood engine, the platform actor and the tenant actors. It implements the
@@ -50,12 +52,15 @@ type System struct {
 	outbounds   sync.Map // owner -> *actor.PID
 	fc          *forecaster
 	changes     *changeRecorder
+	idem        idempotency
 	stop        chan struct{}
 	background  sync.WaitGroup
 
 	mu      sync.Mutex
 	tenants sync.Map // orgID -> *actor.PID
 	closed  bool
+
+	quarantined atomic.Int64 // stored values out of bounds left out at load (reportQuarantined)
 }
 
 const platformStream = "platform"
@@ -95,7 +100,7 @@ func (s *System) Open(ctx context.Context) error {
 	s.engine = e
 	s.platformPID = e.Spawn(func() actor.Receiver {
 		return &durable[*supplyplan.PlatformState]{
-			stream: platformStream, journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery,
+			stream: platformStream, journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery, now: s.cfg.Now,
 			newState:   supplyplan.NewPlatformState,
 			afterApply: func(st *supplyplan.PlatformState) { s.index.Store(buildIndex(st)) },
 		}
@@ -208,13 +213,33 @@ func (s *System) tenant(orgID string) (*actor.PID, error) {
 	}
 	pid := s.engine.Spawn(func() actor.Receiver {
 		return &durable[*supplyplan.TenantState]{
-			stream: tenantStream(orgID), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery,
-			newState: func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
+			stream: tenantStream(orgID), journal: s.cfg.Journal, log: s.log, snapEvery: s.cfg.SnapshotEvery, now: s.cfg.Now,
+			newState:   func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
+			afterApply: func(st *supplyplan.TenantState) { s.reportQuarantined(orgID, st.TakeQuarantined()) },
 		}
 	}, "tenant", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))
 	s.tenants.Store(orgID, pid)
 	return pid, nil
 }
+
+// reportQuarantined logs the stored numbers a tenant's state left out when it loaded (written out
+// of bounds by an earlier version; see supplyplan.TenantState.TakeQuarantined) and counts them.
+func (s *System) reportQuarantined(orgID string, q []supplyplan.QuarantinedValue) {
+	if len(q) == 0 {
+		return
+	}
+	s.quarantined.Add(int64(len(q)))
+	examples := make([]string, 0, min(len(q), 10))
+	for _, v := range q[:cap(examples)] {
+		examples = append(examples, v.String())
+	}
+	s.log.Warn("quarantined stored values out of bounds; they are treated as absent", "org", orgID,
+		"values", len(q), "bound", supplyplan.MaxStored, "examples", examples)
+}
+
+// Quarantined returns how many stored values out of bounds the tenants' states left out since
+// the system opened.
+func (s *System) Quarantined() int64 { return s.quarantined.Load() }
 
 // tenantTx runs fn in the tenant actor of orgID.
 func tenantTx[T any](ctx context.Context, s *System, orgID string, fn func(*supplyplan.TenantState) (T, []supplyplan.Record, error)) (T, error) {

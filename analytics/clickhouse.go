@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,11 @@ type ClickHouseStore struct {
 
 	orgMu    sync.Mutex
 	orgLocks map[string]*sync.Mutex // serializes AddSignals' read-then-write per organization
+
+	quarantined atomic.Int64 // weeks out of bounds found by the check Open starts
+	checked     atomic.Bool  // that check finished
+	stopCheck   context.CancelFunc
+	checks      sync.WaitGroup
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -136,6 +142,15 @@ func (s *ClickHouseStore) Open() error {
 	}
 	s.conn = conn
 	s.open.Store(true)
+	checkCtx, cancelCheck := context.WithTimeout(context.Background(), 10*time.Minute)
+	s.stopCheck = cancelCheck
+	s.checks.Add(1)
+	go func() {
+		defer s.checks.Done()
+		defer cancelCheck()
+		s.reportQuarantine(checkCtx)
+		s.checked.Store(true)
+	}()
 	if v, err := conn.ServerVersion(); err == nil {
 		s.log.Info("clickhouse demand store opened", "addr", s.cfg.Addr, "server", v.String(),
 			"weeks", s.weeks, "signals", s.signals, "took", time.Since(start))
@@ -148,6 +163,8 @@ func (s *ClickHouseStore) Close() error {
 	if !s.open.Swap(false) {
 		return nil
 	}
+	s.stopCheck()
+	s.checks.Wait()
 	if err := s.conn.Close(); err != nil {
 		return fmt.Errorf("close clickhouse: %w", err)
 	}
@@ -336,13 +353,61 @@ func (s *ClickHouseStore) AddSignals(ctx context.Context, orgID string, signals 
 //
 // cond filters key columns only: FINAL and a filter on a column that differs between versions would
 // not mix on old servers (PREWHERE), and these never do.
+//
+// A cell out of bounds (written by an earlier version that did not bound numbers) is quarantined:
+// the outer WHERE leaves it out of every read, as the embedded store does.
 func (s *ClickHouseStore) cellsSQL(cond string) string {
 	return "SELECT sku, location, channel, week, actual + sq AS a, forecasted AS f, stockout AS so FROM (" +
 		"SELECT sku, location, channel, week, actual, forecasted, stockout FROM " + s.weeks +
 		" FINAL WHERE org = @org" + cond + ") ANY FULL OUTER JOIN (" +
 		"SELECT sku, location, channel, week, sum(quantity) AS sq FROM " + s.signals + " FINAL WHERE org = @org" + cond +
-		" GROUP BY sku, location, channel, week) USING (sku, location, channel, week)"
+		" GROUP BY sku, location, channel, week) USING (sku, location, channel, week)" + servedCond
 }
+
+// servedCond keeps the cells whose actual (a) and forecast (f) are within supplyplan.MaxStored;
+// NaN fails every comparison, so it is left out too.
+var servedCond = " WHERE abs(a) <= " + storedBound + " AND abs(f) <= " + storedBound
+
+var storedBound = strconv.FormatFloat(supplyplan.MaxStored, 'g', -1, 64)
+
+// reportQuarantine counts, per organization, the cells out of bounds (left out of every read) and
+// logs them. It runs in the background from Open: it reads every cell once.
+func (s *ClickHouseStore) reportQuarantine(ctx context.Context) {
+	q := "SELECT org, count() FROM (SELECT org, sku, location, channel, week, actual, forecasted FROM " + s.weeks +
+		" FINAL) ANY FULL OUTER JOIN (SELECT org, sku, location, channel, week, sum(quantity) AS sq FROM " + s.signals +
+		" FINAL GROUP BY org, sku, location, channel, week) USING (org, sku, location, channel, week)" +
+		" WHERE NOT (abs(actual + sq) <= " + storedBound + " AND abs(forecasted) <= " + storedBound + ") GROUP BY org"
+	rows, err := s.conn.Query(ctx, q)
+	if err != nil {
+		s.log.Warn("demand store: cannot check for weeks out of bounds", "err", err)
+		return
+	}
+	defer rows.Close()
+	var total int64
+	for rows.Next() {
+		var org string
+		var n uint64
+		if err := rows.Scan(&org, &n); err != nil {
+			s.log.Warn("demand store: cannot check for weeks out of bounds", "err", err)
+			return
+		}
+		total += int64(n)
+		s.log.Warn("demand store: quarantined weeks out of bounds; they are left out of every read",
+			"org", org, "weeks", n, "bound", supplyplan.MaxStored)
+	}
+	if err := rows.Err(); err != nil {
+		s.log.Warn("demand store: cannot check for weeks out of bounds", "err", err)
+		return
+	}
+	s.quarantined.Store(total)
+}
+
+// Quarantined returns the number of weeks found out of bounds by the check Open starts (0 until it
+// finished); QuarantineChecked reports whether it did.
+func (s *ClickHouseStore) Quarantined() int64 { return s.quarantined.Load() }
+
+// QuarantineChecked reports whether the check Open starts has finished.
+func (s *ClickHouseStore) QuarantineChecked() bool { return s.checked.Load() }
 
 // weekCond returns the condition and parameters of a [from, to] range; empty reports that no
 // stored week can match.

@@ -161,3 +161,55 @@ func TestClickHouseOpenErrors(t *testing.T) {
 		t.Errorf("Keys before Open: %v, want ErrStoreClosed", err)
 	}
 }
+
+// Cells an earlier version stored out of bounds (an import of 1e308, two signals of 1.7e308 whose
+// sum is +Inf) are left out of every read and counted by the check the store starts when it opens.
+func TestClickHouseQuarantinesWeeksOutOfBounds(t *testing.T) {
+	cfg := clickhouseStoreConfig(t)
+	s := MustOpenClickHouse(t, cfg)
+	conn := MustRawConn(t, cfg.Addr)
+	ctx := context.Background()
+	weeks, signals := testDatabase+"."+cfg.TablePrefix+"demand_weeks", testDatabase+"."+cfg.TablePrefix+"demand_signals"
+	storetest.MustUpsert(t, s, "org", supplyplan.DemandRow{SKU: "S", Location: "L", Week: storetest.Week(0), Actual: 5, Forecasted: 5},
+		supplyplan.DemandRow{SKU: "S", Location: "L", Week: storetest.Week(3), Actual: 7, Forecasted: 7})
+	// As an earlier version wrote them (INSERT ... SELECT: see TestClickHouseCorrectWithoutMerges).
+	for _, q := range []string{
+		"INSERT INTO " + weeks + " (org, sku, location, channel, week, actual, forecasted, stockout, version)" +
+			" SELECT 'org', 'S', 'L', 'ALL', toDate('" + storetest.Week(1).Format(time.DateOnly) + "'), toFloat64(1e308), toFloat64(1), 0, 1",
+		"INSERT INTO " + signals + " (org, signal_id, sku, location, channel, week, quantity, occurred_at)" +
+			" SELECT 'org', concat('sig', toString(number)), 'S', 'L', 'WEB', toDate('" + storetest.Week(2).Format(time.DateOnly) + "')," +
+			" toFloat64(1.7e308), toDateTime('" + storetest.Week(2).Format(time.DateTime) + "') FROM system.numbers LIMIT 2",
+	} {
+		if err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(s *analytics.ClickHouseStore) {
+		t.Helper()
+		got := storetest.MustSeries(t, s, "org", supplyplan.DemandKey{SKU: "S", Location: "L", Channel: "ALL"}, time.Time{}, time.Time{})
+		if len(got) != 2 || got[0].Actual != 5 || got[1].Actual != 7 {
+			t.Fatalf("Series = %+v, want weeks 0 and 3 only", got)
+		}
+		batch, err := s.SeriesBatch(ctx, "org", []supplyplan.DemandKey{{SKU: "S", Location: "L", Channel: "WEB"}, {SKU: "S", Location: "L"}}, time.Time{}, time.Time{})
+		if err != nil || len(batch) != 1 || len(batch[supplyplan.DemandKey{SKU: "S", Location: "L"}]) != 2 {
+			t.Fatalf("SeriesBatch = %+v, %v", batch, err)
+		}
+		agg, err := s.Aggregate(ctx, "org", supplyplan.DemandQuery{})
+		if err != nil || len(agg) != 1 || agg[0].Actual != 12 || agg[0].Weeks != 2 {
+			t.Fatalf("Aggregate = %+v, %v; want 12 over 2 weeks", agg, err)
+		}
+	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := MustOpenClickHouse(t, cfg)
+	deadline := time.Now().Add(30 * time.Second)
+	for !s2.QuarantineChecked() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := s2.Quarantined(); got != 2 {
+		t.Fatalf("Quarantined() = %d, want 2 (the 1e308 week, the +Inf week)", got)
+	}
+	check(s2)
+}

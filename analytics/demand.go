@@ -74,7 +74,9 @@ var (
 	maxDay = dayOf(time.Date(2105, 12, 31, 0, 0, 0, 0, time.UTC))
 )
 
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+// numberMsg is the message of a number out of supplyplan.MaxNumber: both stores accept what every
+// entry point of the service accepts, so a row or signal that passed validation is never refused.
+const numberMsg = "must be a finite number " + supplyplan.NumberRange
 
 // validator collects field errors into one VALIDATION_ERROR.
 type validator struct{ err *supplyplan.Error }
@@ -118,7 +120,7 @@ func validateRows(orgID string, rows []supplyplan.DemandRow) error {
 	var v validator
 	for i := range rows {
 		r := &rows[i]
-		if r.SKU != "" && r.Location != "" && !r.Week.IsZero() && weekOK(r.Week) && finite(r.Actual) && finite(r.Forecasted) {
+		if r.SKU != "" && r.Location != "" && !r.Week.IsZero() && weekOK(r.Week) && supplyplan.NumberOK(r.Actual) && supplyplan.NumberOK(r.Forecasted) {
 			continue // the common case, without building field names
 		}
 		p := "rows[" + strconv.Itoa(i) + "]."
@@ -133,11 +135,11 @@ func validateRows(orgID string, rows []supplyplan.DemandRow) error {
 		} else if !weekOK(r.Week) {
 			v.add(p+"weekStarting", weekRangeMsg)
 		}
-		if !finite(r.Actual) {
-			v.add(p+"actualDemand", "must be a finite number")
+		if !supplyplan.NumberOK(r.Actual) {
+			v.add(p+"actualDemand", numberMsg)
 		}
-		if !finite(r.Forecasted) {
-			v.add(p+"forecastedDemand", "must be a finite number")
+		if !supplyplan.NumberOK(r.Forecasted) {
+			v.add(p+"forecastedDemand", numberMsg)
 		}
 	}
 	return v.result()
@@ -152,7 +154,7 @@ func validateSignals(orgID string, signals []supplyplan.DemandSignal) error {
 	for i := range signals {
 		s := &signals[i]
 		if s.SignalID != "" && (s.OrganizationID == "" || s.OrganizationID == orgID) && s.SKU != "" && s.Location != "" &&
-			!s.OccurredAt.IsZero() && weekOK(s.OccurredAt) && finite(s.Quantity) {
+			!s.OccurredAt.IsZero() && weekOK(s.OccurredAt) && supplyplan.NumberOK(s.Quantity) {
 			continue
 		}
 		p := "signals[" + strconv.Itoa(i) + "]."
@@ -173,8 +175,8 @@ func validateSignals(orgID string, signals []supplyplan.DemandSignal) error {
 		} else if !weekOK(s.OccurredAt) {
 			v.add(p+"occurredAt", weekRangeMsg)
 		}
-		if !finite(s.Quantity) {
-			v.add(p+"quantity", "must be a finite number")
+		if !supplyplan.NumberOK(s.Quantity) {
+			v.add(p+"quantity", numberMsg)
 		}
 	}
 	return v.result()

@@ -69,6 +69,7 @@ type EmbeddedStore struct {
 	compactDone    sync.WaitGroup
 	stopCompaction chan struct{}
 	compactions    atomic.Int64 // completed compactions (tests)
+	quarantined    atomic.Int64 // weeks out of bounds found at Open
 }
 
 type writeReq struct {
@@ -121,6 +122,7 @@ func (s *EmbeddedStore) Open() error {
 		s.lock = nil
 		return err
 	}
+	s.reportQuarantine()
 	s.reqs = make(chan *writeReq, s.cfg.QueueLen)
 	s.done = make(chan struct{})
 	s.stopCompaction = make(chan struct{})
@@ -130,6 +132,24 @@ func (s *EmbeddedStore) Open() error {
 		"organizations", len(s.tenants), "took", time.Since(start))
 	return nil
 }
+
+// reportQuarantine logs the weeks loaded out of bounds: written by an earlier version that did not
+// bound numbers, they stay on disk (for inspection; a later import of the week does not clear its
+// signals) and are left out of every read.
+func (s *EmbeddedStore) reportQuarantine() {
+	total := 0
+	for org, t := range s.tenants {
+		if n := t.quarantined(); n > 0 {
+			total += n
+			s.log.Warn("demand store: quarantined weeks out of bounds; they are left out of every read",
+				"org", org, "weeks", n, "bound", supplyplan.MaxStored)
+		}
+	}
+	s.quarantined.Store(int64(total))
+}
+
+// Quarantined returns the number of weeks found out of bounds when the store opened.
+func (s *EmbeddedStore) Quarantined() int64 { return s.quarantined.Load() }
 
 // Close stops accepting writes, commits what is queued, waits for a running compaction to stop and
 // closes the files. It is idempotent.

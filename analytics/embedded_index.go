@@ -94,6 +94,10 @@ func cloneString(s string) string {
 	return string([]byte(s))
 }
 
+// served reports whether the cell's week may be read: a cell out of bounds (written by an earlier
+// version without bounds, see supplyplan.MaxStored) is quarantined, left out of every read.
+func (c *cell) served() bool { return supplyplan.WeekDemandOK(c.actual+c.signals, c.forecast) }
+
 func (c *cell) value() supplyplan.WeekValue {
 	return supplyplan.WeekValue{Week: dayTime(c.day), Actual: c.actual + c.signals, Forecasted: c.forecast,
 		Stockout: c.flags&cellStockout != 0}
@@ -120,7 +124,9 @@ func (t *tenant) read(key supplyplan.DemandKey, lo, hi int32) []supplyplan.WeekV
 	var all []acc
 	for _, s := range chans {
 		for _, c := range s.window(lo, hi) {
-			all = append(all, acc{c.day, c.actual + c.signals, c.forecast, c.flags&cellStockout != 0})
+			if c.served() {
+				all = append(all, acc{c.day, c.actual + c.signals, c.forecast, c.flags&cellStockout != 0})
+			}
 		}
 	}
 	slices.SortStableFunc(all, func(a, b acc) int { return int(a.day) - int(b.day) })
@@ -146,9 +152,14 @@ func readOne(s *series, lo, hi int32) []supplyplan.WeekValue {
 	if len(w) == 0 {
 		return nil
 	}
-	out := make([]supplyplan.WeekValue, len(w))
+	out := make([]supplyplan.WeekValue, 0, len(w))
 	for i := range w {
-		out[i] = w[i].value()
+		if w[i].served() {
+			out = append(out, w[i].value())
+		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -184,10 +195,12 @@ func (t *tenant) aggregate(q supplyplan.DemandQuery, group int) []supplyplan.Dem
 		}
 		if group == 0 {
 			for i := range w {
-				total.Actual += w[i].actual + w[i].signals
-				total.Forecasted += w[i].forecast
+				if w[i].served() {
+					total.Actual += w[i].actual + w[i].signals
+					total.Forecasted += w[i].forecast
+					total.Weeks++
+				}
 			}
-			total.Weeks += len(w)
 			continue
 		}
 		var gk groupKey
@@ -201,6 +214,9 @@ func (t *tenant) aggregate(q supplyplan.DemandQuery, group int) []supplyplan.Dem
 			gk.channel = k.Channel
 		}
 		for i := range w {
+			if !w[i].served() {
+				continue
+			}
 			if group&groupWeek != 0 {
 				gk.day = w[i].day
 			}
@@ -248,4 +264,17 @@ func (s stringSet) has(v string) bool {
 	}
 	_, ok := s[v]
 	return ok
+}
+
+// quarantined counts the tenant's cells that are not served. Callers hold t.mu (or own t).
+func (t *tenant) quarantined() int {
+	n := 0
+	for _, s := range t.series {
+		for i := range s.cells {
+			if !s.cells[i].served() {
+				n++
+			}
+		}
+	}
+	return n
 }

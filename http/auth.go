@@ -6,30 +6,120 @@ import (
 	"github.com/supplyplan/supplyplan"
 )
 
-var errUnauthorized = &supplyplan.Error{Code: supplyplan.EUNAUTHORIZED, Message: "Unauthorized"}
+// Why a key was refused: the `reason` field of a 401 body. Stable, documented in docs/api.md.
+const (
+	reasonKeyMissing   = "KEY_MISSING"
+	reasonKeyMalformed = "KEY_MALFORMED"
+	reasonKeyUnknown   = "KEY_UNKNOWN"
+)
 
-// bearer returns the key of an "Authorization: Bearer <key>" header.
-func bearer(r *Request) (string, bool) {
-	h := bytes.TrimSpace(r.Ctx.Request.Header.Peek("Authorization"))
-	if len(h) < 7 || !bytes.EqualFold(h[:7], []byte("bearer ")) {
-		return "", false
-	}
-	k := bytes.TrimSpace(h[7:])
-	if len(k) == 0 {
-		return "", false
-	}
-	return string(k), true
+// authError is a 401 that says why: the key was missing, malformed, or unknown or revoked. It
+// unwraps to the *supplyplan.Error the transports render.
+type authError struct {
+	err    *supplyplan.Error
+	reason string
 }
 
-// authenticate resolves the bearer key into r.Principal.
-func (s *Server) authenticate(r *Request) error {
-	key, ok := bearer(r)
-	if !ok {
-		return errUnauthorized
+func (e *authError) Error() string { return e.err.Error() }
+func (e *authError) Unwrap() error { return e.err }
+
+// unauthorized builds the 401 of reason about header ("authorization" or "x-api-key"), with the
+// message msg ("Unauthorized" on the REST API, as the spec has it).
+func unauthorized(reason, header, msg, detail string) error {
+	return &authError{reason: reason, err: &supplyplan.Error{Code: supplyplan.EUNAUTHORIZED, Message: msg,
+		Details: map[string][]string{header: {detail}}}}
+}
+
+// wellFormedKey reports whether k has the shape of the keys this service issues:
+// sp_<kind>_<token> with a lower-case kind and an alphanumeric token.
+func wellFormedKey(k []byte) bool {
+	if len(k) > 200 || !bytes.HasPrefix(k, []byte("sp_")) {
+		return false
 	}
-	p, ok := s.svc.Auth.Authenticate(key)
+	rest := k[3:]
+	i := bytes.IndexByte(rest, '_')
+	if i <= 0 || i == len(rest)-1 {
+		return false
+	}
+	for _, c := range rest[:i] {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	for _, c := range rest[i+1:] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// credential is a key read from a request header, or why there is none.
+type credential struct {
+	key    string
+	header string // "authorization" or "x-api-key"
+	reason string // "" when key is usable, else reasonKeyMissing or reasonKeyMalformed
+	detail string
+}
+
+// bearerCredential reads "Authorization: Bearer <key>".
+func bearerCredential(h []byte) credential {
+	c := credential{header: "authorization"}
+	h = bytes.TrimSpace(h)
+	switch {
+	case len(h) == 0:
+		c.reason, c.detail = reasonKeyMissing, "missing: send Authorization: Bearer <key>"
+	case len(h) < 7 || !bytes.EqualFold(h[:7], []byte("bearer ")):
+		c.reason, c.detail = reasonKeyMalformed, "malformed: the scheme must be Bearer (Authorization: Bearer <key>)"
+	default:
+		k := bytes.TrimSpace(h[7:])
+		switch {
+		case len(k) == 0:
+			c.reason, c.detail = reasonKeyMalformed, "malformed: no key after Bearer"
+		case !wellFormedKey(k):
+			c.reason, c.detail = reasonKeyMalformed, "malformed: not a Supplyplan key (keys look like sp_<kind>_<token>)"
+		default:
+			c.key = string(k)
+		}
+	}
+	return c
+}
+
+// apiKeyCredential reads "x-api-key: <key>"; missingDetail says where the key belongs.
+func apiKeyCredential(h []byte, missingDetail string) credential {
+	c := credential{header: "x-api-key"}
+	k := bytes.TrimSpace(h)
+	switch {
+	case len(k) == 0:
+		c.reason, c.detail = reasonKeyMissing, "missing: "+missingDetail
+	case !wellFormedKey(k):
+		c.reason, c.detail = reasonKeyMalformed, "malformed: not a Supplyplan key (keys look like sp_<kind>_<token>)"
+	default:
+		c.key = string(k)
+	}
+	return c
+}
+
+// err is the REST API's 401 for a credential without a usable key.
+func (c credential) err() error {
+	return unauthorized(c.reason, c.header, "Unauthorized", c.detail)
+}
+
+// unknownKey is the REST API's 401 for a well-formed key that no live key matches.
+func unknownKey(header string) error {
+	return unauthorized(reasonKeyUnknown, header, "Unauthorized", "unknown or revoked key")
+}
+
+// authenticate resolves the bearer key into r.Principal. It reads headers only: nothing of the
+// body has been read when it runs.
+func (s *Server) authenticate(r *Request) error {
+	c := bearerCredential(r.Ctx.Request.Header.Peek("Authorization"))
+	if c.reason != "" {
+		return c.err()
+	}
+	p, ok := s.svc.Auth.Authenticate(c.key)
 	if !ok {
-		return errUnauthorized
+		return unknownKey(c.header)
 	}
 	r.Principal = p
 	return nil
@@ -44,32 +134,37 @@ var featureForecasting = &feature{name: "forecasting", entitlement: supplyplan.E
 // key), the feature's entitlement, then the permission.
 func (s *Server) tenant(perm supplyplan.Permission, feat *feature, h handlerFunc) handlerFunc {
 	return func(r *Request) error {
-		if err := s.authenticate(r); err != nil {
+		if err := s.tenantAccess(r, perm, feat); err != nil {
 			return err
 		}
-		p := r.Principal
-		if p.Platform {
-			return &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
-		}
-		org, ok := s.svc.Auth.Organization(p.OrgID)
-		if !ok {
-			return errUnauthorized
-		}
-		r.Org = org
-		if p.Role == "" {
-			return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
-				Details: map[string][]string{"authorization": {"import keys are accepted only by the import endpoints (x-api-key)"}}}
-		}
-		if feat != nil {
-			if err := supplyplan.RequireEntitlement(&org, feat.name, feat.entitlement); err != nil {
-				return err
-			}
-		}
-		if err := supplyplan.Authorize(p, perm); err != nil {
-			return err
-		}
-		return h(r)
+		return s.run(r, h)
 	}
+}
+
+// tenantAccess is tenant's check: it sets r.Principal and r.Org, from the headers only.
+func (s *Server) tenantAccess(r *Request, perm supplyplan.Permission, feat *feature) error {
+	if err := s.authenticate(r); err != nil {
+		return err
+	}
+	p := r.Principal
+	if p.Platform {
+		return &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
+	}
+	org, ok := s.svc.Auth.Organization(p.OrgID)
+	if !ok {
+		return unknownKey("authorization")
+	}
+	r.Org = org
+	if p.Role == "" {
+		return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
+			Details: map[string][]string{"authorization": {"import keys are accepted only by the import endpoints (x-api-key)"}}}
+	}
+	if feat != nil {
+		if err := supplyplan.RequireEntitlement(&org, feat.name, feat.entitlement); err != nil {
+			return err
+		}
+	}
+	return supplyplan.Authorize(p, perm)
 }
 
 // platform wraps h for a platform endpoint: only the platform (super-administrator) key.
@@ -82,6 +177,6 @@ func (s *Server) platform(h handlerFunc) handlerFunc {
 			return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
 				Details: map[string][]string{"authorization": {"requires the platform key"}}}
 		}
-		return h(r)
+		return s.run(r, h)
 	}
 }

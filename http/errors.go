@@ -25,6 +25,9 @@ var statusOf = map[string]int{
 	supplyplan.ENOTIMPLEMENTED: fasthttp.StatusNotImplemented,
 	supplyplan.EUNAVAILABLE:    fasthttp.StatusServiceUnavailable,
 	supplyplan.EINTERNAL:       fasthttp.StatusInternalServerError,
+	supplyplan.EIDEMINFLIGHT:   fasthttp.StatusConflict,
+	supplyplan.EIDEMREUSED:     fasthttp.StatusUnprocessableEntity,
+	supplyplan.EIDEMLOST:       fasthttp.StatusGone,
 }
 
 // StatusOf returns the HTTP status of an error code.
@@ -41,6 +44,8 @@ type errorBody struct {
 	Details     map[string][]string `json:"details,omitempty"`
 	Feature     string              `json:"feature,omitempty"`
 	Entitlement string              `json:"entitlement,omitempty"`
+	// Reason says why a 401 was given: KEY_MISSING, KEY_MALFORMED or KEY_UNKNOWN (unknown or revoked).
+	Reason string `json:"reason,omitempty"`
 }
 
 // writeError is the one error renderer: {"error", "code", "details"?}. Internal errors never show
@@ -53,6 +58,10 @@ func writeError(ctx *fasthttp.RequestCtx, err error) {
 	body := errorBody{Error: e.Message, Code: e.Code, Details: e.Details, Feature: e.Feature, Entitlement: e.Entitlement}
 	if e.Code == supplyplan.EINTERNAL {
 		body.Error, body.Details = "Internal error", nil
+	}
+	var ae *authError
+	if errors.As(err, &ae) {
+		body.Reason = ae.reason
 	}
 	if e.RetryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))

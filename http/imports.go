@@ -10,19 +10,19 @@ import (
 )
 
 // importKey authenticates the x-api-key header of the import endpoints and requires one of scopes.
-// Bearer keys are not accepted here (the spec's import authentication is x-api-key only).
+// Bearer keys are not accepted here (the spec's import authentication is x-api-key only). Only
+// once the key is known to be an import key does the request get the import body limit.
 func (s *Server) importKey(scopes ...supplyplan.Scope) func(handlerFunc) handlerFunc {
 	return func(h handlerFunc) handlerFunc {
 		return func(r *Request) error {
-			key := string(bytes.TrimSpace(r.Ctx.Request.Header.Peek("x-api-key")))
-			if key == "" {
-				e := *errUnauthorized
-				e.Details = map[string][]string{"x-api-key": {"the import endpoints take an import key in the x-api-key header"}}
-				return &e
+			c := apiKeyCredential(r.Ctx.Request.Header.Peek("x-api-key"),
+				"the import endpoints take an import key in the x-api-key header")
+			if c.reason != "" {
+				return c.err()
 			}
-			p, ok := s.svc.Auth.Authenticate(key)
+			p, ok := s.svc.Auth.Authenticate(c.key)
 			if !ok {
-				return errUnauthorized
+				return unknownKey(c.header)
 			}
 			if p.Platform {
 				return &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
@@ -42,7 +42,8 @@ func (s *Server) importKey(scopes ...supplyplan.Scope) func(handlerFunc) handler
 					Details: map[string][]string{"x-api-key": {"requires scope " + joinOr(need)}}}
 			}
 			r.Principal = p
-			return h(r)
+			r.bodyLimit = s.cfg.ImportMaxBytes
+			return s.run(r, h)
 		}
 	}
 }
@@ -97,14 +98,13 @@ func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
 		if err := q.Err(); err != nil {
 			return err
 		}
-		body := r.Ctx.PostBody()
-		if len(body) > s.cfg.ImportMaxBytes {
-			return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
-				Details: map[string][]string{"body": {"must be at most " + itoa(s.cfg.ImportMaxBytes) + " bytes"}}}
+		body, err := r.Body()
+		if err != nil {
+			return err
 		}
 		if !dry {
-			// fasthttp reuses its buffer after the handler returns: the job gets its own copy, and the
-			// rows split from it alias memory the job owns.
+			// The job keeps the body after the request: it gets its own copy, and the rows split
+			// from it alias memory the job owns.
 			body = bytes.Clone(body)
 		}
 		rows, err := supplyplan.SplitImportBody(kind, body, s.cfg.ImportMaxRows)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -21,15 +23,61 @@ type listener struct {
 	srv    *fasthttp.Server
 	ln     net.Listener
 	served chan struct{}
+	// budget bounds the request-body bytes held at once (shared between servers when configured).
+	budget *BodyBudget
+	track  *connTracker
 }
 
-// newListener builds a fasthttp server with the service's timeouts, reading bodies up to
-// maxBody bytes; a larger or malformed request gets the one error renderer's 413 or 400.
-func newListener(name, addr, serverName string, maxBody int, log *slog.Logger, h fasthttp.RequestHandler) listener {
-	return listener{name: name, addr: addr, log: log, srv: &fasthttp.Server{
-		Handler:                      h,
-		Name:                         serverName,
-		MaxRequestBodySize:           maxBody,
+// connTracker knows the open connections and the handlers running, so that Close can close the
+// connections no handler is using. fasthttp's Shutdown waits for every open connection, and counts
+// one that was accepted but has not sent a request yet as active until its read timeout (60 s).
+type connTracker struct {
+	conns    sync.Map // net.Conn -> struct{}
+	handlers atomic.Int64
+}
+
+func (t *connTracker) state(c net.Conn, st fasthttp.ConnState) {
+	switch st {
+	case fasthttp.StateNew:
+		t.conns.Store(c, struct{}{})
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		t.conns.Delete(c)
+	}
+}
+
+func (t *connTracker) handle(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		t.handlers.Add(1)
+		defer t.handlers.Add(-1)
+		h(ctx)
+	}
+}
+
+func (t *connTracker) closeAll() {
+	t.conns.Range(func(k, _ any) bool {
+		_ = k.(net.Conn).Close()
+		return true
+	})
+}
+
+// newListener builds a fasthttp server with the service's timeouts. Bodies are not read by
+// fasthttp: the handler sees the headers first (StreamRequestBody) and reads the body itself with
+// readBody, under the route's limit and the budget, once the key is checked. A malformed request
+// gets the one error renderer's 400.
+func newListener(name, addr, serverName string, budget *BodyBudget, log *slog.Logger, h fasthttp.RequestHandler) listener {
+	if budget == nil {
+		budget = NewBodyBudget(0)
+	}
+	track := &connTracker{}
+	return listener{name: name, addr: addr, log: log, budget: budget, track: track, srv: &fasthttp.Server{
+		Handler:           track.handle(h),
+		ConnState:         track.state,
+		Name:              serverName,
+		StreamRequestBody: true,
+		// With StreamRequestBody fasthttp still pre-reads min(MaxRequestBodySize, Content-Length,
+		// 8 KiB) body bytes before calling the handler (and waits for them). One byte keeps that
+		// wait and buffer to a minimum; the limit itself is enforced by readBody.
+		MaxRequestBodySize:           1,
 		ReadTimeout:                  60 * time.Second,
 		WriteTimeout:                 60 * time.Second,
 		IdleTimeout:                  120 * time.Second,
@@ -38,8 +86,7 @@ func newListener(name, addr, serverName string, maxBody int, log *slog.Logger, h
 		CloseOnShutdown:              true,
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-				writeError(ctx, &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
-					Details: map[string][]string{"body": {fmt.Sprintf("must be at most %d bytes", maxBody)}}})
+				writeError(ctx, &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large"})
 				return
 			}
 			writeError(ctx, supplyplan.Errorf(supplyplan.EVALIDATION, "Malformed HTTP request"))
@@ -72,12 +119,28 @@ func (l *listener) Addr() string {
 	return l.ln.Addr().String()
 }
 
-// Close stops accepting connections and waits for in-flight requests.
+// Close stops accepting connections and waits for in-flight requests. Once no handler runs, the
+// connections left are idle or have not sent a request: they are closed rather than waited for.
 func (l *listener) Close(ctx context.Context) error {
 	if l.ln == nil {
 		return nil
 	}
-	err := l.srv.ShutdownWithContext(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- l.srv.ShutdownWithContext(ctx) }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-errc:
+			break wait
+		case <-tick.C:
+			if l.track.handlers.Load() == 0 {
+				l.track.closeAll()
+			}
+		}
+	}
 	// fasthttp's Shutdown returns at once when Serve has not registered the listener yet; closing it
 	// ourselves makes such a late Serve return instead of blocking forever.
 	_ = l.ln.Close()

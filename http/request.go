@@ -19,7 +19,9 @@ import (
 )
 
 // Request is one routed request. Nothing in it may be kept after the handler returns: fasthttp
-// reuses the RequestCtx and its byte slices.
+// reuses the RequestCtx and its byte slices. Handlers read the body with Body (or Decode), never
+// with Ctx.PostBody: the body is still on the connection when the handler starts, and Body reads it
+// under the route's limit and the body budget.
 type Request struct {
 	Ctx       *fasthttp.RequestCtx
 	Context   context.Context
@@ -27,6 +29,22 @@ type Request struct {
 	Org       supplyplan.Organization
 	params    params
 	server    *Server
+	// bodyLimit is the largest body this request may send: the server's BodyLimit, raised to the
+	// import limit by the import and signal routes once their key is checked.
+	bodyLimit int
+	body      body
+	bodyErr   error
+	bodyRead  bool
+}
+
+// Body reads the request body once, under the request's limit (413 beyond, before reading when
+// Content-Length says so) and the server's body budget (503 with Retry-After when spent).
+func (r *Request) Body() ([]byte, error) {
+	if !r.bodyRead {
+		r.bodyRead = true
+		r.body, r.bodyErr = readBody(r.Ctx, r.bodyLimit, r.server.budget)
+	}
+	return r.body.b, r.bodyErr
 }
 
 // Param returns a path parameter (a copy).
@@ -53,19 +71,34 @@ func (r *Request) NoContent() error {
 // Decode parses the JSON object body into v, naming the field at fault on a type error. Bodies over
 // the server's BodyLimit are 413.
 func (r *Request) Decode(v any) error {
-	return decodeJSON(r.Ctx.PostBody(), r.server.cfg.BodyLimit, v)
+	b, err := r.Body()
+	if err != nil {
+		return err
+	}
+	return decodeJSON(b, r.server.cfg.BodyLimit, v)
 }
 
 // DecodeOptional is Decode but an empty body leaves v unchanged.
 func (r *Request) DecodeOptional(v any) error {
-	if len(bytes.TrimSpace(r.Ctx.PostBody())) == 0 {
+	b, err := r.Body()
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
 		return nil
 	}
-	return r.Decode(v)
+	return decodeJSON(b, r.server.cfg.BodyLimit, v)
 }
 
-// decodeJSON is the one request decoder: one JSON object, known field types, nothing after it.
+// decodeJSON is the one request decoder: one JSON object, known field types, nothing after it,
+// and strict (supplyplan.StrictJSON): valid UTF-8, no key twice, keys matched case-sensitively.
 func decodeJSON(body []byte, limit int, v any) error {
+	return decodeJSONAs(body, limit, v, reflect.TypeOf(v))
+}
+
+// decodeJSONAs is decodeJSON with the strict checks made against schema rather than v's type
+// (for a v that keeps parts raw, such as json.RawMessage rows decoded later).
+func decodeJSONAs(body []byte, limit int, v any, schema reflect.Type) error {
 	if limit > 0 && len(body) > limit {
 		return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
 			Details: map[string][]string{"body": {fmt.Sprintf("must be at most %d bytes", limit)}}}
@@ -77,15 +110,14 @@ func decodeJSON(body []byte, limit int, v any) error {
 	if trimmed[0] != '{' {
 		return supplyplan.Invalid("body", "must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(v); err != nil {
+	clean, _, err := supplyplan.StrictJSON(trimmed, schema)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(clean, v); err != nil {
 		return jsonError(err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Malformed JSON",
-			Details: map[string][]string{"body": {"unexpected data after the JSON object"}}}
-	}
-	return nil
+	return supplyplan.CheckInput(v) // every string and number within its bound (limits.go)
 }
 
 // jsonError turns an encoding/json error into a VALIDATION_ERROR naming the field.
@@ -190,7 +222,7 @@ func (q *Query) Time(name string) (t time.Time, dateOnly, ok bool) {
 	}
 	t, ok = supplyplan.ParseTime(v)
 	if !ok {
-		q.fe.Add(name, "must be an ISO date or date-time")
+		q.fe.Add(name, supplyplan.TimeMessage)
 		return time.Time{}, false, false
 	}
 	return t, supplyplan.IsDateOnly(v), true

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -17,12 +18,11 @@ import (
 // Config configures the API server.
 type Config struct {
 	Addr string
-	// MaxBodyBytes is the largest request body the server reads at all (the import limit); the
-	// JSON endpoints apply their own smaller limit (BodyLimit).
-	MaxBodyBytes int
-	// BodyLimit caps the body of the forecasting, transfers, alerts and platform endpoints (1 MiB).
+	// BodyLimit caps the body of every endpoint but the import and signal ones (1 MiB).
 	BodyLimit int
-	// ImportMaxBytes and ImportMaxRows limit one import request (413 beyond).
+	// ImportMaxBytes and ImportMaxRows limit one import request (413 beyond). The import limit
+	// applies only once an import key (or, on POST /api/demand/signals, a key with forecast.write)
+	// has been checked; everyone else gets BodyLimit.
 	ImportMaxBytes int
 	ImportMaxRows  int
 	// RequestTimeout is each request's deadline.
@@ -32,6 +32,9 @@ type Config struct {
 	PaymentWebhookSecret string
 	// Now is the clock of signature checks (tests); nil: time.Now.
 	Now func() time.Time
+	// BodyBudget bounds the request-body bytes held at once; share one between servers to bound
+	// the process. nil: a budget of DefaultBodyBudget for this server alone.
+	BodyBudget *BodyBudget
 }
 
 // Services are what the API calls.
@@ -51,6 +54,8 @@ type Services struct {
 	// MCP and Gateway back the platform endpoints of the MCP surfaces (optional).
 	MCP     supplyplan.MCPPlatformService
 	Gateway supplyplan.GatewayKeyStore
+	// Idempotency keeps the outcome of requests with an Idempotency-Key (nil: the header is ignored).
+	Idempotency supplyplan.IdempotencyService
 }
 
 // Server is the REST API.
@@ -59,7 +64,28 @@ type Server struct {
 	svc    Services
 	log    *slog.Logger
 	router *router
+	// detached counts keyed requests still running after their client got the timeout's 503.
+	runningOn sync.WaitGroup
 	listener
+}
+
+// Close stops the listener, waits for in-flight requests, then for keyed requests that run on
+// after their timeout (so that their writes and responses are stored before the actors drain).
+func (s *Server) Close(ctx context.Context) error {
+	err := s.listener.Close(ctx)
+	done := make(chan struct{})
+	go func() {
+		s.runningOn.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	return err
 }
 
 // NewServer builds the API server and its routes.
@@ -73,8 +99,6 @@ func NewServer(cfg Config, svc Services) *Server {
 	if cfg.ImportMaxRows <= 0 {
 		cfg.ImportMaxRows = 50000
 	}
-	// fasthttp reads bodies up to the largest limit; each endpoint then applies its own.
-	cfg.MaxBodyBytes = max(cfg.MaxBodyBytes, cfg.BodyLimit, cfg.ImportMaxBytes+1)
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
@@ -83,7 +107,7 @@ func NewServer(cfg Config, svc Services) *Server {
 	}
 	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
 	s.routes()
-	s.listener = newListener("api", cfg.Addr, "supplyplan", cfg.MaxBodyBytes, cfg.Logger, s.handle)
+	s.listener = newListener("api", cfg.Addr, "supplyplan", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
 
@@ -98,6 +122,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
 		}
 	}()
+	// A request refused on its headers leaves its body unread on the connection: close it.
+	defer discardUnread(ctx)
 	h, params, allow := s.router.match(ctx.Method(), ctx.Path())
 	if h == nil {
 		if allow != "" {
@@ -110,7 +136,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	r := &Request{Ctx: ctx, Context: rctx, params: params, server: s}
+	r := &Request{Ctx: ctx, Context: rctx, params: params, server: s, bodyLimit: s.cfg.BodyLimit}
+	defer func() { r.body.release() }()
 	if err := h(r); err != nil {
 		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {
 			s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)

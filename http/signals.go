@@ -2,6 +2,7 @@ package http
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -29,15 +30,17 @@ type signalOutcomeView struct {
 // as the stream (tenant actor, then the demand store, deduplicated by signalId) and the answer
 // tells each signal's outcome once it is durable.
 func (s *Server) postSignals(r *Request) error {
-	body := r.Ctx.PostBody()
-	if len(body) > s.cfg.ImportMaxBytes {
-		return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
-			Details: map[string][]string{"body": {"must be at most " + itoa(s.cfg.ImportMaxBytes) + " bytes"}}}
+	body, err := r.Body()
+	if err != nil {
+		return err
 	}
 	var in struct {
 		Signals *[]json.RawMessage `json:"signals"`
 	}
-	if err := decodeJSON(body, 0, &in); err != nil {
+	// The rows stay raw (a bad row is a rejected signal, not a 400) but are checked as signal rows.
+	if err := decodeJSONAs(body, 0, &in, reflect.TypeFor[struct {
+		Signals []signalRow `json:"signals"`
+	}]()); err != nil {
 		return err
 	}
 	if in.Signals == nil || len(*in.Signals) == 0 {
@@ -126,10 +129,17 @@ func fieldsOf(err error) string {
 }
 
 // signalAuth accepts either an import key with import:write (x-api-key) or a bearer key with
-// forecast.write.
+// forecast.write. Either way the batch may be as large as an import (the limit is raised only
+// after the key is checked).
 func (s *Server) signalAuth(h handlerFunc) handlerFunc {
 	viaKey := s.importKey(supplyplan.ScopeImportWrite)(h)
-	viaBearer := s.tenant(supplyplan.PermForecastWrite, nil, h)
+	viaBearer := func(r *Request) error {
+		if err := s.tenantAccess(r, supplyplan.PermForecastWrite, nil); err != nil {
+			return err
+		}
+		r.bodyLimit = s.cfg.ImportMaxBytes
+		return s.run(r, h)
+	}
 	return func(r *Request) error {
 		if len(r.Ctx.Request.Header.Peek("x-api-key")) > 0 {
 			return viaKey(r)

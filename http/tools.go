@@ -23,6 +23,8 @@ type ToolsConfig struct {
 	BodyLimit      int // default 1 MiB
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
+	// BodyBudget bounds the request-body bytes held at once (see Config.BodyBudget).
+	BodyBudget *BodyBudget
 }
 
 // ToolsServices are what the tool service calls.
@@ -57,7 +59,7 @@ func NewToolServer(cfg ToolsConfig, svc ToolsServices) *ToolServer {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &ToolServer{cfg: cfg, svc: svc, log: cfg.Logger}
-	s.listener = newListener("tools", cfg.Addr, "supplyplan-tools", cfg.BodyLimit+1024, cfg.Logger, s.handle)
+	s.listener = newListener("tools", cfg.Addr, "supplyplan-tools", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
 
@@ -72,6 +74,8 @@ func (s *ToolServer) handle(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
 		}
 	}()
+	// A request refused on its headers leaves its body unread on the connection: close it.
+	defer discardUnread(ctx)
 	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	path, method := string(ctx.Path()), string(ctx.Method())
@@ -112,18 +116,38 @@ func (s *ToolServer) handle(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// toolKey returns the key of "Authorization: Bearer <key>" or "x-api-key: <key>".
-func toolKey(ctx *fasthttp.RequestCtx) (string, bool) {
-	if h := bytes.TrimSpace(ctx.Request.Header.Peek("Authorization")); len(h) > 0 {
-		if len(h) < 7 || !bytes.EqualFold(h[:7], []byte("bearer ")) {
-			return "", true // present but malformed: treated as an invalid key
-		}
-		return string(bytes.TrimSpace(h[7:])), true
+// toolCredential reads the key of "Authorization: Bearer <key>" or "x-api-key: <key>".
+func toolCredential(ctx *fasthttp.RequestCtx) credential {
+	if h := ctx.Request.Header.Peek("Authorization"); len(bytes.TrimSpace(h)) > 0 {
+		return bearerCredential(h)
 	}
-	if k := bytes.TrimSpace(ctx.Request.Header.Peek("x-api-key")); len(k) > 0 {
-		return string(k), true
+	return apiKeyCredential(ctx.Request.Header.Peek("x-api-key"),
+		"a tool key is required (Authorization: Bearer <key> or x-api-key: <key>)")
+}
+
+// toolKeyError is the tool service's 401 for a key that is present but malformed or unknown.
+func toolKeyError(c credential) error {
+	if c.reason == reasonKeyMalformed {
+		return unauthorized(c.reason, c.header, "Malformed tool key", c.detail)
 	}
-	return "", false
+	return unauthorized(reasonKeyUnknown, c.header, "Unknown or revoked tool key", "unknown or revoked key")
+}
+
+// checkPresentKey refuses, from the headers alone, a request whose key is present but malformed
+// or unknown: such a request never gets its body read. A request without a key goes on (a listed
+// merchant's public tools need none).
+func (s *ToolServer) checkPresentKey(ctx *fasthttp.RequestCtx) error {
+	c := toolCredential(ctx)
+	switch c.reason {
+	case reasonKeyMissing:
+		return nil
+	case reasonKeyMalformed:
+		return toolKeyError(c)
+	}
+	if _, ok := s.svc.Keys.AuthenticateTool(c.key); !ok {
+		return toolKeyError(c)
+	}
+	return nil
 }
 
 // access resolves the organization and what the caller may use: a tool key of the organization
@@ -137,11 +161,14 @@ func (s *ToolServer) access(ctx *fasthttp.RequestCtx, ref string) (supplyplan.Or
 	if !ok {
 		return supplyplan.Organization{}, none, supplyplan.NotFound("Organization")
 	}
-	key, present := toolKey(ctx)
-	if present {
-		k, ok := s.svc.Keys.AuthenticateTool(key)
+	c := toolCredential(ctx)
+	if c.reason != reasonKeyMissing {
+		if c.reason != "" {
+			return org, none, toolKeyError(c)
+		}
+		k, ok := s.svc.Keys.AuthenticateTool(c.key)
 		if !ok {
-			return org, none, &supplyplan.Error{Code: supplyplan.EUNAUTHORIZED, Message: "Unknown or revoked tool key"}
+			return org, none, toolKeyError(c)
 		}
 		if k.OrganizationID != org.ID {
 			return org, none, &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "This key belongs to another organization"}
@@ -152,8 +179,9 @@ func (s *ToolServer) access(ctx *fasthttp.RequestCtx, ref string) (supplyplan.Or
 		return org, supplyplan.ToolAccess{Public: true,
 			Principal: supplyplan.Principal{KeyID: "public", OrgID: org.ID, Role: supplyplan.RoleViewer}}, nil
 	}
-	return org, none, &supplyplan.Error{Code: supplyplan.EUNAUTHORIZED,
-		Message: "A tool key is required (Authorization: Bearer <key> or x-api-key: <key>)"}
+	return org, none, unauthorized(reasonKeyMissing, "authorization",
+		"A tool key is required (Authorization: Bearer <key> or x-api-key: <key>)",
+		"missing: this organization's tools are not public; send its tool key")
 }
 
 func (s *ToolServer) listTools(_ context.Context, ctx *fasthttp.RequestCtx) error {
@@ -198,7 +226,15 @@ func (s *ToolServer) callTool(rctx context.Context, ctx *fasthttp.RequestCtx) er
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if err := decodeJSON(ctx.PostBody(), s.cfg.BodyLimit, &in); err != nil {
+	if err := s.checkPresentKey(ctx); err != nil {
+		return err
+	}
+	bd, err := readBody(ctx, s.cfg.BodyLimit, s.budget)
+	if err != nil {
+		return err
+	}
+	defer bd.release()
+	if err := decodeJSON(bd.b, s.cfg.BodyLimit, &in); err != nil {
 		return err
 	}
 	if in.Org == "" {
@@ -230,16 +266,33 @@ func (s *ToolServer) callTool(rctx context.Context, ctx *fasthttp.RequestCtx) er
 
 func (s *ToolServer) mcp(rctx context.Context, ctx *fasthttp.RequestCtx) {
 	ref := string(ctx.QueryArgs().Peek("org"))
+	// The caller is resolved from the headers before the body is read: the MCP handler checks it
+	// first and never looks at the body of a refused caller.
+	org, acc, aerr := s.access(ctx, ref)
+	var raw []byte
+	if aerr == nil && ctx.IsPost() {
+		// The rpc handler answers an oversized body itself (413 in JSON-RPC form); read a little
+		// more than the limit so that it can.
+		bd, err := readBody(ctx, s.cfg.BodyLimit+1024, s.budget)
+		if err != nil {
+			writeError(ctx, err)
+			return
+		}
+		defer bd.release()
+		// Our own allocation, not fasthttp's buffer: after a timeout the jsonrpc2 reader may still
+		// run when this handler has returned.
+		raw = bd.b
+		if !bd.owned {
+			raw = bytes.Clone(bd.b)
+		}
+	}
 	req := supplyplan.MCPRequest{
 		Method: string(ctx.Method()),
 		Header: func(name string) string { return string(ctx.Request.Header.Peek(name)) },
-		// A copy: after a timeout the jsonrpc2 reader may still run when this handler has returned
-		// and fasthttp reuses its buffers.
-		Body: bytes.Clone(ctx.PostBody()),
+		Body:   raw,
 		Resolve: func(context.Context) (supplyplan.ToolSet, error) {
-			org, acc, err := s.access(ctx, ref)
-			if err != nil {
-				return nil, err
+			if aerr != nil {
+				return nil, aerr
 			}
 			return supplyplan.NewToolSet(org, acc, s.svc.Deps), nil
 		},

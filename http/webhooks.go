@@ -100,9 +100,9 @@ func (s *Server) paymentWebhook(r *Request) error {
 		s.log.Error("payment-provider webhook received but PAYMENT_PROVIDER_WEBHOOK_SECRET is not set")
 		return supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The payment-provider webhook is not configured")
 	}
-	body := r.Ctx.PostBody()
-	if len(body) > s.cfg.BodyLimit {
-		return &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large"}
+	body, err := r.Body()
+	if err != nil {
+		return err
 	}
 	hdr := string(r.Ctx.Request.Header.Peek("payment-provider-signature"))
 	if err := supplyplan.VerifyPaymentSignature(hdr, body, s.cfg.PaymentWebhookSecret, s.now(), supplyplan.PaymentSignatureTolerance); err != nil {

@@ -1,7 +1,8 @@
 // Package outbound delivers what the service sends out: webhook and chat POSTs over HTTP and
-// alert e-mails over SMTP. It refuses destinations that resolve to private, loopback or
-// link-local addresses (at registration and again at connect time, against DNS rebinding) unless
-// the operator allows them.
+// alert e-mails over SMTP. It refuses destinations that are not globally reachable (loopback,
+// private, link-local, carrier-grade NAT, documentation, benchmarking, reserved, multicast and the
+// rest of the IANA special-purpose registries, also when carried inside an IPv6 address), at
+// registration and again at connect time (against DNS rebinding), unless the operator allows them.
 package outbound
 
 import (
@@ -16,6 +17,7 @@ import (
 	"mime/quotedprintable"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/smtp"
 	"net/textproto"
 	"net/url"
@@ -28,8 +30,8 @@ import (
 
 // Config configures the sender.
 type Config struct {
-	// AllowPrivate lets destinations resolve to private, loopback and link-local addresses
-	// (tests, on-premises receivers).
+	// AllowPrivate lets destinations resolve to addresses that are not globally reachable
+	// (tests, on-premises receivers): --webhook-allow-private.
 	AllowPrivate bool
 	// Timeout bounds one HTTP attempt or one SMTP session when the context has no earlier
 	// deadline (default 10 s).
@@ -55,7 +57,11 @@ type Sender struct {
 	client *http.Client
 }
 
-var errPrivate = errors.New("destination resolves to a private, loopback or link-local address")
+var errPrivate = errors.New("destination is not globally reachable")
+
+// allowHint tells the caller how an operator allows such destinations.
+const allowHint = "destinations that are not globally reachable are refused unless the server runs with " +
+	"--webhook-allow-private (SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE=true)"
 
 // New returns a sender with a pooled HTTP client that does not follow redirects.
 func New(cfg Config) *Sender {
@@ -87,7 +93,9 @@ func New(cfg Config) *Sender {
 // Close releases idle connections.
 func (s *Sender) Close() { s.client.CloseIdleConnections() }
 
-// control refuses connections to blocked addresses (after DNS resolution: no rebinding).
+// control refuses connections to addresses that are not globally reachable. It runs after DNS
+// resolution, on the address actually dialled, so a name that resolved to a public address at
+// registration and to a private one now (DNS rebinding) is refused too.
 func (s *Sender) control(_, address string, _ syscall.RawConn) error {
 	if s.cfg.AllowPrivate {
 		return nil
@@ -96,25 +104,21 @@ func (s *Sender) control(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return err
 	}
-	if ip := net.ParseIP(host); ip == nil || Blocked(ip) {
-		return errPrivate
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("%w: cannot read dialled address %q", errPrivate, host)
+	}
+	if why := Refusal(a); why != "" {
+		return fmt.Errorf("%w: %s is %s; %s", errPrivate, a.WithZone(""), why, allowHint)
 	}
 	return nil
 }
 
-var cgnat = &net.IPNet{IP: net.IPv4(100, 64, 0, 0), Mask: net.CIDRMask(10, 32)}
-var thisNet = &net.IPNet{IP: net.IPv4(0, 0, 0, 0), Mask: net.CIDRMask(8, 32)}
-
-// Blocked reports whether ip is not a public unicast address.
-func Blocked(ip net.IP) bool {
-	if v4 := ip.To4(); v4 != nil {
-		ip = v4
-	}
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || cgnat.Contains(ip) || thisNet.Contains(ip)
-}
-
-// CheckURL refuses a URL whose host resolves to a blocked address (VALIDATION_ERROR on field).
+// CheckURL refuses a URL whose host is, or resolves to, an address that is not globally
+// reachable (VALIDATION_ERROR on field), with the same table the connection guard uses. Host
+// names ending in a number that are not a dotted-decimal IPv4 address ("127.1", "0x7f000001",
+// "2130706433") are refused, since resolvers disagree on them, and "localhost" names are refused
+// without asking DNS.
 func (s *Sender) CheckURL(ctx context.Context, field, raw string) error {
 	if s.cfg.AllowPrivate {
 		return nil
@@ -124,23 +128,33 @@ func (s *Sender) CheckURL(ctx context.Context, field, raw string) error {
 		return supplyplan.Invalid(field, "must be an absolute http or https URL")
 	}
 	host := u.Hostname()
-	var ips []net.IP
-	if ip := net.ParseIP(host); ip != nil {
-		ips = []net.IP{ip}
-	} else {
-		lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		addrs, err := net.DefaultResolver.LookupIPAddr(lctx, host)
-		if err != nil || len(addrs) == 0 {
-			return supplyplan.Invalid(field, "host %q does not resolve", host)
+	if a, err := netip.ParseAddr(host); err == nil {
+		if why := Refusal(a); why != "" {
+			return supplyplan.Invalid(field, "host %s is %s; %s", host, why, allowHint)
 		}
-		for _, a := range addrs {
-			ips = append(ips, a.IP)
-		}
+		return nil
 	}
-	for _, ip := range ips {
-		if Blocked(ip) {
-			return supplyplan.Invalid(field, "host %q resolves to a private, loopback or link-local address (%s); such destinations are refused", host, ip)
+	if a, numeric := numericHost(host); numeric {
+		if a.IsValid() {
+			return supplyplan.Invalid(field, "host %q is an IPv4 address in a non-standard notation (%s); write addresses in dotted-decimal form", host, a)
+		}
+		return supplyplan.Invalid(field, "host %q ends in a number but is not a valid IPv4 address", host)
+	}
+	if localhostName(host) {
+		return supplyplan.Invalid(field, "host %q is the loopback interface (RFC 6761); %s", host, allowHint)
+	}
+	// A name that does not resolve here and now is accepted: it may resolve where and when the
+	// service delivers (a closed network, a record not published yet), and every connection checks
+	// the resolved addresses again. A name that resolves to a refused address is refused now.
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(lctx, "ip", host)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if why := Refusal(a); why != "" {
+			return supplyplan.Invalid(field, "host %q resolves to %s, %s; %s", host, a.WithZone(""), why, allowHint)
 		}
 	}
 	return nil
@@ -172,7 +186,7 @@ func (s *Sender) post(ctx context.Context, m supplyplan.OutboundMessage) supplyp
 	res, err := s.client.Do(req)
 	if err != nil {
 		if errors.Is(err, errPrivate) {
-			return supplyplan.SendResult{StatusCode: -1, Err: errPrivate}
+			return supplyplan.SendResult{StatusCode: -1, Err: privateErr(err)}
 		}
 		return supplyplan.SendResult{Err: shortErr(err)}
 	}
@@ -182,6 +196,16 @@ func (s *Sender) post(ctx context.Context, m supplyplan.OutboundMessage) supplyp
 		return supplyplan.SendResult{StatusCode: res.StatusCode, Err: fmt.Errorf("HTTP %d", res.StatusCode)}
 	}
 	return supplyplan.SendResult{StatusCode: res.StatusCode}
+}
+
+// privateErr returns the guard's own error from the dial error chain around it.
+func privateErr(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if errors.Is(e, errPrivate) && strings.HasPrefix(e.Error(), errPrivate.Error()) {
+			return e
+		}
+	}
+	return errPrivate
 }
 
 // shortErr drops the request line net/http wraps around transport errors.

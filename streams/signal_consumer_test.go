@@ -232,12 +232,15 @@ func TestSignalConsumerRebalance(t *testing.T) {
 	MustProduce(t, brokers, topic, signals)
 
 	sink := newMemSink()
-	sink.delay = time.Millisecond // slow enough that the second member joins mid-stream
+	sink.delay = time.Millisecond
 	cfg := SignalConsumerConfig{Brokers: brokers, Topic: topic, GroupID: "g-reb", MaxBatch: 100, MaxInFlight: 4}
 	a := MustConsumer(t, cfg, sink)
 	eventually(t, 30*time.Second, func() bool { return sink.applied() >= n/10 }, func() string { return fmt.Sprintf("applied %d", sink.applied()) })
+	// Slow enough (about 1,600 signals/s, 17 s for the rest) that the second member joins
+	// mid-stream even when a loaded machine makes the rebalance take seconds.
+	sink.set(func(s *memSink) { s.delay = 250 * time.Millisecond })
 	b := MustConsumer(t, cfg, sink)
-	eventually(t, 30*time.Second, func() bool { return b.Stats().Applied > 0 }, func() string { return "the second member applied nothing" })
+	eventually(t, 60*time.Second, func() bool { return b.Stats().Applied > 0 }, func() string { return "the second member applied nothing" })
 	sink.set(func(s *memSink) { s.delay = 0 })
 	eventually(t, 60*time.Second, func() bool { return sink.applied() == n }, func() string { return fmt.Sprintf("applied %d of %d", sink.applied(), n) })
 	sink.checkTotals(t, sumSignals(signals))

@@ -175,7 +175,8 @@ func parseSignalTime(b []byte) time.Time {
 	return t
 }
 
-// parseRFC3339UTC parses exactly YYYY-MM-DDTHH:MM:SS[.1-9 digits]Z.
+// parseRFC3339UTC parses exactly YYYY-MM-DDTHH:MM:SS[.1-9 digits]Z in [supplyplan.MinTime,
+// supplyplan.MaxTime].
 func parseRFC3339UTC(b []byte) (time.Time, bool) {
 	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
 		return time.Time{}, false
@@ -217,7 +218,11 @@ func parseRFC3339UTC(b []byte) (time.Time, bool) {
 		ns = n - n%int(time.Millisecond) // truncated to milliseconds, as ParseTime does
 	}
 	sec := daysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+s)
-	return time.Unix(sec, int64(ns)).UTC(), true
+	t := time.Unix(sec, int64(ns)).UTC()
+	if !supplyplan.InTimeRange(t) { // as ParseTime: a time outside the accepted range is no time
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 func daysIn(month, year int) int {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +143,54 @@ func TestPaymentWebhookSignaturesAndEntitlements(t *testing.T) {
 		if r.Status != 501 || r.Code() != "NOT_IMPLEMENTED" {
 			t.Fatalf("%s: %d %s", p, r.Status, r.Body)
 		}
+	}
+}
+
+// TestInvoiceEventsArrivingOutOfOrder is issue 10 item 6 through the HTTP route: invoice.paid
+// (created now-5 s) then invoice.payment_failed (created now-30 s) leaves no failed payment and
+// raises no operations alert; a failure newer than the payment does both. The operations hook
+// receives deliveries in emission order, so the one alert it gets is the newer failure's.
+func TestInvoiceEventsArrivingOutOfOrder(t *testing.T) {
+	ops := startReceiver(t)
+	s := MustStart(t, "", outboundTestConfig(""), func(c *Config) { c.PaymentSecret, c.OpsAlertURL = testPaymentSecret, ops.URL })
+	plat, org := s.Key("platform"), s.Creds.Organization.ID
+	send := func(b []byte) map[string]any {
+		t.Helper()
+		return s.payment(t, b, supplyplan.PaymentSignatureHeader(b, time.Now(), testPaymentSecret)).Must(t, 200)
+	}
+	now := time.Now()
+	send(paymentBody("evt_sub", supplyplan.PaySubscriptionCreated, now.Add(-time.Hour), subscription(org, "cus_7", "price_growth_monthly", "active")))
+	invoice := func(id, typ string, created time.Time, inv string) []byte {
+		return paymentBody(id, typ, created, map[string]any{"id": inv, "object": "invoice", "customer": "cus_7", "amount_paid": 4900, "amount_due": 4900, "currency": "eur"})
+	}
+	send(invoice("evt_paid", supplyplan.PayInvoicePaid, now.Add(-5*time.Second), "in_1"))
+	if r := send(invoice("evt_failed_old", supplyplan.PayInvoiceFailed, now.Add(-30*time.Second), "in_1")); str(r, "result", "status") != "ignored_older" {
+		t.Fatalf("superseded failure = %v", r)
+	}
+	b := s.Do("GET", "/api/platform/organizations/"+org+"/billing", plat, nil).Must(t, 200)
+	if f := b["billing"].(map[string]any)["failedPayments"]; f != 0.0 || str(b, "billing", "paymentStatus") != "paid" {
+		t.Fatalf("billing after a superseded failure = %v", b["billing"])
+	}
+	actions := map[string]string{}
+	for _, e := range list(b, "auditLog") {
+		m := e.(map[string]any)
+		actions[str(m, "eventId")] += str(m, "action") + " "
+	}
+	if actions["evt_failed_old"] != "ignored_older " {
+		t.Fatalf("audit log = %v", actions)
+	}
+	send(invoice("evt_failed_new", supplyplan.PayInvoiceFailed, now, "in_2"))
+	eventually(t, 10*time.Second, func() error {
+		if n := len(ops.OK()); n < 1 {
+			return fmt.Errorf("%d ops alerts", n)
+		}
+		return nil
+	})
+	if got := ops.OK(); len(got) != 1 || !strings.Contains(string(got[0].Body), "in_2") {
+		t.Fatalf("ops alerts = %d, first %s", len(got), got[0].Body)
+	}
+	b = s.Do("GET", "/api/platform/organizations/"+org+"/billing", plat, nil).Must(t, 200)
+	if f := b["billing"].(map[string]any)["failedPayments"]; f != 1.0 || str(b, "billing", "paymentStatus") != "failed" {
+		t.Fatalf("billing after a newer failure = %v", b["billing"])
 	}
 }

@@ -16,6 +16,7 @@ type Config struct {
 	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
 	BodyLimit       int
+	BodyBudget      int
 	SnapshotEvery   int
 	DebugAddr       string
 
@@ -74,6 +75,8 @@ type Config struct {
 
 	// Surfaces chooses what Open starts (serve: all; registry, tools: one). Zero means all.
 	Surfaces Surfaces
+	// Clock is the clock of idempotency-key expiry (tests only; no flag). nil: time.Now.
+	Clock func() time.Time
 }
 
 // Surfaces selects the servers Main runs.
@@ -98,6 +101,7 @@ func DefaultConfig() Config {
 		RequestTimeout:  envDuration("SUPPLYPLAN_REQUEST_TIMEOUT", 30*time.Second),
 		ShutdownTimeout: envDuration("SUPPLYPLAN_SHUTDOWN_TIMEOUT", 30*time.Second),
 		BodyLimit:       envInt("SUPPLYPLAN_BODY_LIMIT", 1<<20),
+		BodyBudget:      envInt("SUPPLYPLAN_BODY_BYTES_IN_FLIGHT", 256<<20),
 		SnapshotEvery:   envInt("SUPPLYPLAN_SNAPSHOT_EVERY", 10000),
 		DebugAddr:       envString("SUPPLYPLAN_DEBUG_ADDR", ""),
 
@@ -167,6 +171,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of each API request (SUPPLYPLAN_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long SIGTERM waits for in-flight work (SUPPLYPLAN_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&c.BodyLimit, "body-limit", c.BodyLimit, "largest JSON body of the forecasting, transfers, alerts and platform endpoints, bytes (SUPPLYPLAN_BODY_LIMIT)")
+	fs.IntVar(&c.BodyBudget, "body-bytes-in-flight", c.BodyBudget, "request-body bytes held in memory at once across every connection of the API and the tool service; beyond it requests get 503 with Retry-After; at least --import-max-bytes (SUPPLYPLAN_BODY_BYTES_IN_FLIGHT)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "serve Go pprof at http://<addr>/debug/pprof/ (off when empty) (SUPPLYPLAN_DEBUG_ADDR)")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", c.KafkaBrokers, "comma-separated Kafka brokers for demand signals; empty = in-process stream only (SUPPLYPLAN_KAFKA_BROKERS)")
 	fs.StringVar(&c.KafkaTopic, "kafka-topic", c.KafkaTopic, "demand-signal topic, keyed by organization id; dead letters go to <topic>.dlq (SUPPLYPLAN_KAFKA_TOPIC)")
@@ -201,7 +206,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.SMTPPassword, "smtp-password", c.SMTPPassword, "SMTP PLAIN auth password (SUPPLYPLAN_SMTP_PASSWORD)")
 	fs.StringVar(&c.SMTPStartTLS, "smtp-starttls", c.SMTPStartTLS, "STARTTLS: auto (when offered), always, never (SUPPLYPLAN_SMTP_STARTTLS)")
 	fs.BoolVar(&c.SMTPInsecure, "smtp-insecure-skip-verify", c.SMTPInsecure, "do not verify the SMTP server's certificate (SUPPLYPLAN_SMTP_INSECURE_SKIP_VERIFY)")
-	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", c.WebhookAllowPriv, "allow webhook, chat and federation destinations on private, loopback and link-local addresses (SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE)")
+	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", c.WebhookAllowPriv, "allow webhook, chat and federation destinations on addresses that are not globally reachable (loopback, private, link-local, ...) (SUPPLYPLAN_WEBHOOK_ALLOW_PRIVATE)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "timeout of one delivery attempt (SUPPLYPLAN_WEBHOOK_TIMEOUT)")
 	fs.IntVar(&c.DeliveryWorkers, "delivery-workers", c.DeliveryWorkers, "delivery attempts in flight at once (SUPPLYPLAN_DELIVERY_WORKERS)")
 	fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "first retry delay; each next one is 4x longer, at most 12h, +-20% jitter (SUPPLYPLAN_RETRY_BASE)")

@@ -48,6 +48,7 @@ func mustBinary(tb testing.TB) string {
 type proc struct {
 	cmd   *exec.Cmd
 	URL   string
+	Tools string // the tool service's URL
 	Creds supplyplan.Credentials
 	exit  chan error
 }
@@ -77,7 +78,7 @@ func startProc(tb testing.TB, dataDir string, extra ...string) *proc {
 	go func() { p.exit <- cmd.Wait() }()
 	tb.Cleanup(func() { _ = cmd.Process.Kill() })
 	deadline := time.After(30 * time.Second)
-	for p.URL == "" {
+	for p.URL == "" || p.Tools == "" {
 		select {
 		case l, ok := <-lines:
 			if !ok {
@@ -85,6 +86,9 @@ func startProc(tb testing.TB, dataDir string, extra ...string) *proc {
 			}
 			if rest, ok := strings.CutPrefix(l, "listening api "); ok {
 				p.URL = rest
+			}
+			if rest, ok := strings.CutPrefix(l, "listening tools "); ok {
+				p.Tools = rest
 			}
 		case <-deadline:
 			tb.Fatal("server not ready after 30s")

@@ -53,6 +53,8 @@ type Main struct {
 	unsubscribe func()
 	gate        *redisstore.Gate
 	mcp         mcpParts // gateway key store, tool deps and health checks of the MCP surfaces
+	// bodies bounds the request bodies held at once by the API and the tool service together.
+	bodies *sphttp.BodyBudget
 }
 
 // NewMain returns an unopened Main; ready lines ("listening api http://...") go to out.
@@ -66,6 +68,11 @@ func NewMain(cfg Config, log *slog.Logger, out io.Writer) *Main {
 // Open starts every part. On error the caller still calls Close.
 func (m *Main) Open(ctx context.Context) error {
 	cfg := m.Config
+	if cfg.BodyBudget < max(cfg.ImportMaxBytes, cfg.BodyLimit) {
+		return fmt.Errorf("--body-bytes-in-flight (%d) must be at least --import-max-bytes (%d) and --body-limit (%d): a request that fits no budget could never be served",
+			cfg.BodyBudget, cfg.ImportMaxBytes, cfg.BodyLimit)
+	}
+	m.bodies = sphttp.NewBodyBudget(int64(cfg.BodyBudget))
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
@@ -103,7 +110,8 @@ func (m *Main) Open(ctx context.Context) error {
 		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk,
 			DemandChunkSize: cfg.ImportDemandChunk, Workers: cfg.ImportWorkers},
 		Transfers: actors.TransferConfig{Expiry: cfg.RecommendationExpiry, WindowWeeks: cfg.TransferWindowWeeks,
-			LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc}})
+			LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc},
+		Now: cfg.Clock})
 	m.unsubscribe = m.Bus.Subscribe(m.System.HandleEvent)
 	if err := m.System.Open(ctx); err != nil {
 		return err
@@ -138,11 +146,11 @@ func (m *Main) Open(ctx context.Context) error {
 	if cfg.Surfaces.all().API {
 		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
-			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret},
+			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret, BodyBudget: m.bodies},
 			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
 				Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System, Signals: m.Signals,
 				Alerts: m.System, Webhooks: m.System, Billing: m.System,
-				MCP: m.System, Gateway: m.mcp.gateway})
+				MCP: m.System, Gateway: m.mcp.gateway, Idempotency: m.System})
 		if err := m.API.Open(); err != nil {
 			return err
 		}

@@ -89,7 +89,7 @@ func (m *Main) openSurfaces() error {
 				"State-changing tools answer with a confirmation token first; call again with it to act.",
 			AllowedOrigins: m.mcp.origins, PageSize: cfg.MCPPageSize, MaxBody: cfg.BodyLimit, Logger: m.Log})
 		m.Tools = sphttp.NewToolServer(sphttp.ToolsConfig{Addr: cfg.ToolsAddr, BodyLimit: cfg.BodyLimit,
-			RequestTimeout: cfg.RequestTimeout, Logger: m.Log},
+			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies},
 			sphttp.ToolsServices{Keys: m.System, Merchants: m.System, Deps: m.mcp.deps, MCP: mcp, Health: m.mcp.health})
 		if err := m.Tools.Open(); err != nil {
 			return err

@@ -3,7 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -355,9 +359,15 @@ func TestKill9KeepsPendingDeliveries(t *testing.T) {
 		doRequest(t, p.URL, "POST", "/api/admin/alerts/trigger", hdr, map[string]any{"type": "expiry", "severity": "LOW",
 			"message": fmt.Sprintf("m%d", i), "channelId": fmt.Sprint(i)}).Must(t, 201)
 	}
+	// Every delivery exists and the receiver is failing them. Deliveries to one endpoint go one at
+	// a time in order, so it has seen the first one's attempts, not one attempt of each.
 	eventually(t, 20*time.Second, func() error {
-		if n := len(rcv.Messages()); n < 8 {
+		if n := len(rcv.Messages()); n < 1 {
 			return fmt.Errorf("%d failed attempts so far", n)
+		}
+		dl := doRequest(t, p.URL, "GET", "/api/webhooks/endpoints/"+str(ep, "endpoint", "id")+"/deliveries?status=PENDING", hdr, nil).Must(t, 200)
+		if n := len(list(dl, "deliveries")); n != 8 {
+			return fmt.Errorf("%d pending deliveries", n)
 		}
 		return nil
 	})
@@ -413,4 +423,68 @@ func TestTransferEventsReachWebhooks(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestDeliveriesKeepEmissionOrder: deliveries to one endpoint (and to one alert destination)
+// arrive one at a time in the order their events were emitted, even when the receiver fails some
+// attempts: a failed delivery is retried before any later one is sent.
+func TestDeliveriesKeepEmissionOrder(t *testing.T) {
+	var mu sync.Mutex
+	var inflight, maxInflight, n int
+	got := map[string][]string{} // path -> alert ids of 2xx answers, in arrival order
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		inflight++
+		maxInflight = max(maxInflight, inflight)
+		n++
+		fail := n%3 == 0
+		mu.Unlock()
+		var p struct {
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &p)
+		mu.Lock()
+		inflight--
+		if !fail {
+			got[r.URL.Path] = append(got[r.URL.Path], p.Data.ID)
+		}
+		mu.Unlock()
+		if fail {
+			w.WriteHeader(500)
+			return
+		}
+		w.WriteHeader(204)
+	}))
+	t.Cleanup(rcv.Close)
+	s := MustStart(t, "", outboundTestConfig(""), func(c *Config) { c.RetryBase = 20 * time.Millisecond })
+	admin := s.Key("ADMIN")
+	createEndpoint(t, s, rcv.URL+"/endpoint", "alert.triggered")
+	s.Do("PUT", "/api/admin/alerts/config", admin, alertConfigBody(5, map[string]any{"type": "WEBHOOK", "value": rcv.URL + "/destination"})).Must(t, 200)
+	var want []string
+	for i := range 15 {
+		a := s.Do("POST", "/api/admin/alerts/trigger", admin, map[string]any{"type": "expiry", "severity": "LOW",
+			"message": fmt.Sprintf("alert %d", i), "bypassCooldown": true}).Must(t, 201)
+		want = append(want, str(a, "alert", "id"))
+	}
+	eventually(t, 30*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got["/endpoint"]) < len(want) || len(got["/destination"]) < len(want) {
+			return fmt.Errorf("endpoint %d, destination %d of %d", len(got["/endpoint"]), len(got["/destination"]), len(want))
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, path := range []string{"/endpoint", "/destination"} {
+		if fmt.Sprint(got[path]) != fmt.Sprint(want) {
+			t.Errorf("%s received\n %v\nwant the emission order\n %v", path, got[path], want)
+		}
+	}
+	if maxInflight > 2 { // one per target
+		t.Errorf("%d requests in flight at once to two targets", maxInflight)
+	}
 }

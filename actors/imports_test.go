@@ -1,0 +1,182 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/streams"
+)
+
+// flakyDemand is a demand store that accepts okCalls UpsertWeeks calls, then refuses every write.
+type flakyDemand struct {
+	mu      sync.Mutex
+	okCalls int
+	calls   int
+	rows    int
+}
+
+func (f *flakyDemand) UpsertWeeks(_ context.Context, _ string, rows []supplyplan.DemandRow) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.calls > f.okCalls {
+		return supplyplan.Errorf(supplyplan.EUNAVAILABLE, "the disk is full")
+	}
+	f.rows += len(rows)
+	return nil
+}
+
+func (f *flakyDemand) written() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rows
+}
+
+func (f *flakyDemand) AddSignals(context.Context, string, []supplyplan.DemandSignal) ([]bool, error) {
+	return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "not in this test")
+}
+func (f *flakyDemand) Series(context.Context, string, supplyplan.DemandKey, time.Time, time.Time) ([]supplyplan.WeekValue, error) {
+	return nil, nil
+}
+func (f *flakyDemand) SeriesBatch(context.Context, string, []supplyplan.DemandKey, time.Time, time.Time) (map[supplyplan.DemandKey][]supplyplan.WeekValue, error) {
+	return map[supplyplan.DemandKey][]supplyplan.WeekValue{}, nil
+}
+func (f *flakyDemand) Keys(context.Context, string) ([]supplyplan.DemandKey, error) { return nil, nil }
+func (f *flakyDemand) Aggregate(context.Context, string, supplyplan.DemandQuery) ([]supplyplan.DemandAggregate, error) {
+	return []supplyplan.DemandAggregate{{}}, nil
+}
+func (f *flakyDemand) Close() error { return nil }
+
+// startSystem opens a system on a temporary data dir with the demo organization.
+func startSystem(t *testing.T, demand supplyplan.DemandStore, demandChunk int) (*System, supplyplan.Principal) {
+	t.Helper()
+	dir := t.TempDir()
+	j, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(dir, "journal")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSystem(Config{Journal: j, Demand: demand,
+		Imports: ImportConfig{Dir: filepath.Join(dir, "imports"), DemandChunkSize: demandChunk, ChunkSize: demandChunk}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var creds supplyplan.Credentials
+	if _, err := s.Bootstrap(ctx, func(c supplyplan.Credentials) error { creds = c; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+		_ = j.Close()
+	})
+	return s, supplyplan.Principal{KeyID: "test", OrgID: creds.Organization.ID, Role: supplyplan.RoleAdmin}
+}
+
+func submit(t *testing.T, s *System, p supplyplan.Principal, kind supplyplan.ImportKind, rows []string) supplyplan.ImportJob {
+	t.Helper()
+	body := []byte(`{"` + kind.ArrayKey() + `":[` + strings.Join(rows, ",") + `]}`)
+	raw, err := supplyplan.SplitImportBody(kind, body, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	j, err := s.SubmitImport(ctx, p, kind, body, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if j, err = s.GetImportJob(ctx, p, j.JobID); err != nil {
+			t.Fatal(err)
+		}
+		if j.Done() {
+			return j
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("job %s did not finish: %+v", j.JobID, j)
+	return j
+}
+
+func seedDemandCatalog(t *testing.T, s *System, p supplyplan.Principal) {
+	t.Helper()
+	if j := submit(t, s, p, supplyplan.ImportCatalog, []string{`{"externalId":"P"}`}); j.Status != supplyplan.JobCompleted {
+		t.Fatalf("catalog: %+v", j)
+	}
+	if j := submit(t, s, p, supplyplan.ImportInventory, []string{`{"skuId":"P","locationId":"L"}`}); j.Status != supplyplan.JobCompleted {
+		t.Fatalf("inventory: %+v", j)
+	}
+}
+
+func demandRows(n int) []string {
+	rows := make([]string, n)
+	for i := range rows {
+		rows[i] = fmt.Sprintf(`{"skuId":"P","locationId":"L","weekStarting":"%s","actualDemand":%d}`,
+			time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, 7*i).Format(time.DateOnly), i)
+	}
+	return rows
+}
+
+// A job that stops after applying rows ends COMPLETED (never FAILED), every row not reached counted
+// as failed with NOT_APPLIED, and its message names why.
+func TestImportStoppedAfterAppliedRowsCompletes(t *testing.T) {
+	store := &flakyDemand{okCalls: 1}
+	s, p := startSystem(t, store, 10)
+	seedDemandCatalog(t, s, p)
+	j := submit(t, s, p, supplyplan.ImportDemandHistory, demandRows(30))
+	if j.Status != supplyplan.JobCompleted || j.AppliedCount != 10 || j.FailedCount != 20 || j.ProcessedCount != 30 {
+		t.Fatalf("job %+v, want COMPLETED with 10 applied and 20 failed", j)
+	}
+	if store.written() != 10 {
+		t.Fatalf("store holds %d rows, want 10", store.written())
+	}
+	if !strings.Contains(j.Message, "demand store") || !strings.Contains(j.Message, "the disk is full") {
+		t.Fatalf("message %q does not name why", j.Message)
+	}
+	if len(j.Errors) != 20 || j.Errors[0].Row != 10 || j.Errors[0].Code != supplyplan.RowNotApplied {
+		t.Fatalf("errors %+v", j.Errors)
+	}
+	b, _ := json.Marshal(j)
+	if !strings.Contains(string(b), `"status":"COMPLETED"`) {
+		t.Fatalf("job renders as %s", b)
+	}
+}
+
+// A job that stops before applying anything ends FAILED, naming why.
+func TestImportStoppedBeforeAnyRowFails(t *testing.T) {
+	store := &flakyDemand{okCalls: 0}
+	s, p := startSystem(t, store, 10)
+	seedDemandCatalog(t, s, p)
+	j := submit(t, s, p, supplyplan.ImportDemandHistory, demandRows(30))
+	if j.Status != supplyplan.JobFailed || j.AppliedCount != 0 || store.written() != 0 {
+		t.Fatalf("job %+v (store %d rows), want FAILED with nothing applied", j, store.written())
+	}
+	if !strings.Contains(j.Message, "Nothing was applied") || !strings.Contains(j.Message, "the disk is full") {
+		t.Fatalf("message %q does not name why", j.Message)
+	}
+}
+
+func TestStopAtCountsEveryRowNotReached(t *testing.T) {
+	j := supplyplan.ImportJob{Status: supplyplan.JobProcessing, RowCount: 5000, NextRow: 2000, ProcessedCount: 2000,
+		AppliedCount: 1999, FailedCount: 1, Errors: []supplyplan.RowError{{Row: 7, Code: supplyplan.RowRequired}}}
+	stopAt(&j, "x failed", supplyplan.Now())
+	if j.Status != supplyplan.JobCompleted || j.FailedCount != 3001 || j.ProcessedCount != 5000 || j.NextRow != 5000 {
+		t.Fatalf("job %+v", j)
+	}
+	if len(j.Errors) != supplyplan.MaxStoredRowErrors || !j.ErrorsTruncated || j.Errors[1].Row != 2000 {
+		t.Fatalf("errors %d truncated %v first %+v", len(j.Errors), j.ErrorsTruncated, j.Errors[1])
+	}
+	if j.ProcessedCount != j.AppliedCount+j.FailedCount {
+		t.Fatal("processedCount != appliedCount + failedCount")
+	}
+}
