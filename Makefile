@@ -2,6 +2,8 @@
 GO       ?= go
 BIN      := bin/supplyplan
 DATA     ?= ./data
+# ARGS are extra flags of `serve` under `make run`, e.g. ARGS='--api-addr 127.0.0.1:9080'.
+ARGS     ?=
 PKGS     := ./...
 
 .PHONY: all build run test test-unit deps vet fuzz bench bench-mcp clean
@@ -12,7 +14,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/supplyplan
 
 run: build
-	./$(BIN) serve --data $(DATA)
+	./$(BIN) serve --data $(DATA) $(ARGS)
 
 vet:
 	$(GO) vet $(PKGS)

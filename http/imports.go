@@ -127,12 +127,30 @@ func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
 	}
 }
 
+// importStatus answers a job. With `wait=<seconds>` (1..60) it answers once the job has finished
+// (COMPLETED or FAILED) or the wait, or the request timeout, is over, whichever comes first: a
+// client waits for its import without a polling loop.
 func (s *Server) importStatus(r *Request) error {
-	j, err := s.svc.Imports.GetImportJob(r.Context, r.Principal, r.Param("jobId"))
-	if err != nil {
+	q := r.Query()
+	wait := q.Int("wait", 0, 0, 60)
+	if err := q.Err(); err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusOK, viewJob(j))
+	deadline := time.Now().Add(time.Duration(wait) * time.Second)
+	for {
+		j, err := s.svc.Imports.GetImportJob(r.Context, r.Principal, r.Param("jobId"))
+		if err != nil {
+			return err
+		}
+		if j.Done() || !time.Now().Before(deadline) {
+			return r.JSON(fasthttp.StatusOK, viewJob(j))
+		}
+		select {
+		case <-r.Context.Done():
+			return r.JSON(fasthttp.StatusOK, viewJob(j))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (s *Server) listImportJobs(r *Request) error {

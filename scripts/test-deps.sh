@@ -6,6 +6,7 @@
 #   ClickHouse: scripts/clickhouse.sh (127.0.0.1:19000) -> SUPPLYPLAN_TEST_CLICKHOUSE_ADDR
 #   Redis:      scripts/redis.sh      (127.0.0.1:16379) -> SUPPLYPLAN_TEST_REDIS_ADDR
 #   node for the bundled MCP TypeScript SDK client: scripts/mcp-client.sh (scripts/mcp-client/client.bundle.mjs)
+#   curl and jq for the documentation test (docs/api.md's examples run as written)
 #
 # When a server cannot be started the script fails if CI is set; otherwise it warns, and the tests
 # that need the server skip.
@@ -33,6 +34,22 @@ elif [ -n "${CI:-}" ]; then
 else
 	echo "test-deps: WARNING: Redis did not start; its tests will skip" >&2
 fi
+
+# curl and jq run the examples of docs/api.md (TestAPIDocumentationRuns).
+for tool in curl jq; do
+	if ! command -v "$tool" >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "test-deps: installing $tool with apt-get" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$tool" >/dev/null 2>&1 ||
+			{ DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$tool" >/dev/null; } || true
+	fi
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		if [ -n "${CI:-}" ]; then
+			echo "test-deps: $tool is missing (CI is set)" >&2
+			exit 1
+		fi
+		echo "test-deps: WARNING: $tool is missing; the documentation test will skip" >&2
+	fi
+done
 
 if ! bash scripts/mcp-client.sh; then
 	if [ -n "${CI:-}" ]; then

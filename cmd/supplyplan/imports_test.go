@@ -375,3 +375,22 @@ func TestImportJobsApplyInSubmissionOrder(t *testing.T) {
 		t.Fatalf("NEW = %v, want 6", h)
 	}
 }
+
+// TestImportStatusWaits: `?wait=` answers once the job has finished, so one request after the 202
+// sees the final job; the wait is bounded.
+func TestImportStatusWaits(t *testing.T) {
+	s := MustStart(t, "")
+	key := map[string]string{"x-api-key": s.Key("import")}
+	rows := make([]map[string]any, 2000)
+	for i := range rows {
+		rows[i] = map[string]any{"externalId": fmt.Sprintf("W-%04d", i)}
+	}
+	acc := doRequest(t, s.URL, "POST", "/api/import/catalog", key, map[string]any{"products": rows}).Must(t, 202)
+	job := doRequest(t, s.URL, "GET", "/api/import/status/"+str(acc, "jobId")+"?wait=30", key, nil).Must(t, 200)
+	if str(job, "status") != "COMPLETED" || job["appliedCount"] != float64(2000) {
+		t.Fatalf("job after wait = %v", job)
+	}
+	if r := doRequest(t, s.URL, "GET", "/api/import/status/"+str(acc, "jobId")+"?wait=61", key, nil); r.Status != 400 || !strings.Contains(string(r.Body), "wait") {
+		t.Fatalf("wait=61: %d %s", r.Status, r.Body)
+	}
+}

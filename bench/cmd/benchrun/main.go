@@ -12,7 +12,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +23,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -31,6 +36,7 @@ type section struct {
 	Title   string
 	Command string
 	Body    string // markdown
+	Failed  bool
 }
 
 // benchFunc runs one benchmark.
@@ -59,6 +65,8 @@ type env struct {
 	tmp         string
 	self        string
 	serviceArgs []string
+	// started are the services of the running section (watched for an early death and peak RSS).
+	started []*service
 }
 
 func main() {
@@ -92,26 +100,66 @@ func main() {
 	e := &env{bin: abs, duration: *dur, concurrency: *conc, tmp: tmp, self: self, serviceArgs: strings.Fields(*svcArgs)}
 
 	var sections []section
+	failed := 0
 	for _, b := range benches {
 		if *only != "" && !strings.Contains(","+*only+",", ","+b.name+",") {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s\n", b.name)
-		s, err := b.fn(context.Background(), e)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "benchmark %s failed: %v\n", b.name, err)
-			os.Exit(1)
+		s := runSection(e, b.name, b.fn)
+		if s.Failed {
+			failed++
+			fmt.Fprintf(os.Stderr, "benchmark %s failed: %s\n", b.name, s.Body)
+		} else {
+			fmt.Fprintln(os.Stderr, s.Body)
 		}
 		sections = append(sections, s)
-		fmt.Fprintln(os.Stderr, s.Body)
 	}
 	doc := render(sections, *only)
 	if *out == "" {
 		fmt.Print(doc)
-		return
+	} else {
+		must(os.WriteFile(*out, []byte(doc), 0o644))
+		fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
 	}
-	must(os.WriteFile(*out, []byte(doc), 0o644))
-	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "%d benchmark section(s) failed\n", failed)
+		os.Exit(1)
+	}
+}
+
+// runSection runs one benchmark. A failure (an error, a panic, or a service under test that died)
+// becomes a FAILED section so that the other sections still run; every section reports the peak
+// RSS of each service it started.
+func runSection(e *env, name string, fn benchFunc) (s section) {
+	e.started = nil
+	defer func() {
+		if r := recover(); r != nil {
+			s = section{Title: name, Command: "go run ./bench/cmd/benchrun -only " + name, Failed: true,
+				Body: fmt.Sprintf("**FAILED**: panic: %v\n", r)}
+		}
+		if mem := e.memoryReport(); mem != "" {
+			s.Body += mem
+		}
+	}()
+	s, err := fn(context.Background(), e)
+	if died := e.deaths(); died != "" {
+		if err == nil {
+			err = fmt.Errorf("the results are void")
+		}
+		err = fmt.Errorf("%s\n(the benchmark's own error: %v)", died, err)
+	}
+	if err != nil {
+		if s.Title == "" {
+			s.Title = name
+		}
+		if s.Command == "" {
+			s.Command = "go run ./bench/cmd/benchrun -only " + name
+		}
+		s.Failed = true
+		s.Body = fmt.Sprintf("**FAILED**: %v\n", err)
+	}
+	return s
 }
 
 func render(sections []section, only string) string {
@@ -167,11 +215,150 @@ func must(err error) {
 	}
 }
 
-// service is a running `supplyplan serve`.
+// service is a running `supplyplan serve` (or a baseline server), watched: its exit status, the
+// tail of its log and its peak resident memory are known even when it dies under load.
 type service struct {
 	cmd  *exec.Cmd
 	URL  string
 	Data string
+	Name string
+
+	stopping atomic.Bool // Stop was called
+	early    atomic.Bool // it had exited before Stop was called
+	killed   atomic.Bool // Stop had to SIGKILL it
+	exited   chan struct{}
+	exitErr  error
+	peakKB   atomic.Int64
+	tail     *logTail
+}
+
+// watch starts waiting for the process and sampling its memory; cmd must be started.
+func (s *service) watch() {
+	s.exited = make(chan struct{})
+	go func() {
+		s.exitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			_, hwm := memOf(s.cmd.Process.Pid)
+			if hwm > s.peakKB.Load() {
+				s.peakKB.Store(hwm)
+			}
+			select {
+			case <-s.exited:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// died describes the process's end when it ended without being asked to (or failed to stop
+// cleanly when asked), "" otherwise.
+func (s *service) died() string {
+	select {
+	case <-s.exited:
+	default:
+		return ""
+	}
+	if s.stopping.Load() && !s.early.Load() && (s.exitErr == nil || s.killed.Load()) {
+		return ""
+	}
+	status := "exited with status 0 on its own"
+	if s.exitErr != nil {
+		status = s.exitErr.Error()
+		var ee *exec.ExitError
+		if errors.As(s.exitErr, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				status += " (SIGKILL from outside the harness: most likely the kernel's out-of-memory killer)"
+			}
+		}
+	}
+	return fmt.Sprintf("the service under test (%s, pid %d) died during the benchmark: %s; peak RSS %d MiB; its last log lines:\n```\n%s```",
+		s.Name, s.cmd.Process.Pid, status, s.peakKB.Load()/1024, s.tail.String())
+}
+
+// deaths reports every service of the running section that died on its own.
+func (e *env) deaths() string {
+	var out []string
+	for _, s := range e.started {
+		if d := s.died(); d != "" {
+			out = append(out, d)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// memoryReport is the peak RSS of every supplyplan service the section started.
+func (e *env) memoryReport() string {
+	var b strings.Builder
+	n := 0
+	for _, s := range e.started {
+		if s.Name != "supplyplan" {
+			continue
+		}
+		if n == 0 {
+			b.WriteString("\nPeak RSS of the service under test:")
+		} else {
+			b.WriteString(",")
+		}
+		n++
+		fmt.Fprintf(&b, " %d MiB", s.peakKB.Load()/1024)
+	}
+	if n == 0 {
+		return ""
+	}
+	if n > 1 {
+		b.WriteString(" (one figure per service started, in order)")
+	}
+	b.WriteString(".\n")
+	return b.String()
+}
+
+// logTail keeps the last lines written to it.
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+	part  []byte
+}
+
+const tailLines = 20
+
+func (t *logTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.part = append(t.part, p...)
+	for {
+		i := bytes.IndexByte(t.part, '\n')
+		if i < 0 {
+			break
+		}
+		t.lines = append(t.lines, string(t.part[:i]))
+		t.part = t.part[i+1:]
+		if len(t.lines) > tailLines {
+			t.lines = t.lines[len(t.lines)-tailLines:]
+		}
+	}
+	if len(t.part) > 4096 {
+		t.part = t.part[len(t.part)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *logTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.Join(t.lines, "\n")
+	if len(t.part) > 0 {
+		s += "\n" + string(t.part)
+	}
+	if s == "" {
+		return "(nothing)\n"
+	}
+	return s + "\n"
 }
 
 // startService starts the binary on a fresh data dir and waits for its ready line.
@@ -188,17 +375,11 @@ func startServiceOn(e *env, data string, extra ...string) (*service, error) {
 	args := append([]string{"serve", "--data", data, "--api-addr", "127.0.0.1:0",
 		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
 	args = append(args, e.serviceArgs...)
-	cmd := exec.Command(e.bin, args...)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
+	s, sc, err := e.spawn("supplyplan", exec.Command(e.bin, args...))
 	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", e.bin, err)
 	}
-	sc := bufio.NewScanner(stdout)
-	s := &service{cmd: cmd, Data: data}
+	s.Data = data
 	deadline := time.Now().Add(60 * time.Second)
 	for s.URL == "" && time.Now().Before(deadline) && sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "listening api "); ok {
@@ -206,22 +387,71 @@ func startServiceOn(e *env, data string, extra ...string) (*service, error) {
 		}
 	}
 	if s.URL == "" {
-		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("service did not become ready")
+		s.Stop()
+		return nil, fmt.Errorf("service did not become ready; its last log lines:\n%s", s.tail)
 	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	go func() { _, _ = io.Copy(io.Discard, sc.rest()) }()
 	return s, nil
 }
 
-// Stop terminates the service gracefully.
+// spawn starts cmd as a watched service of the running section; its stdout is returned as lines.
+func (e *env) spawn(name string, cmd *exec.Cmd) (*service, *lineReader, error) {
+	s := &service{cmd: cmd, Name: name, tail: &logTail{}}
+	cmd.Stderr = io.MultiWriter(os.Stderr, s.tail)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	s.watch()
+	e.started = append(e.started, s)
+	return s, newLineReader(io.TeeReader(stdout, s.tail)), nil
+}
+
+// lineReader scans lines and then hands over what is left of the stream.
+type lineReader struct {
+	r  *bufio.Reader
+	ln string
+}
+
+func newLineReader(r io.Reader) *lineReader { return &lineReader{r: bufio.NewReader(r)} }
+
+// Scan reads the next line.
+func (l *lineReader) Scan() bool {
+	s, err := l.r.ReadString('\n')
+	l.ln = strings.TrimRight(s, "\r\n")
+	return err == nil || s != ""
+}
+
+// Text is the line Scan read.
+func (l *lineReader) Text() string { return l.ln }
+
+// rest is the unread remainder of the stream.
+func (l *lineReader) rest() io.Reader { return l.r }
+
+// Stop terminates the service gracefully (SIGINT, then SIGKILL after 30 s).
 func (s *service) Stop() {
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
+	if s.stopping.Swap(true) {
+		<-s.exited
+		return
+	}
 	select {
-	case <-done:
+	case <-s.exited:
+		s.early.Store(true)
+		return
+	default:
+	}
+	if err := s.cmd.Process.Signal(os.Interrupt); errors.Is(err, os.ErrProcessDone) {
+		s.early.Store(true)
+	}
+	select {
+	case <-s.exited:
 	case <-time.After(30 * time.Second):
+		s.killed.Store(true)
 		_ = s.cmd.Process.Kill()
+		<-s.exited
 	}
 }
 
@@ -250,24 +480,25 @@ func startBare(e *env, body []byte, status int) (*service, error) {
 	if err := os.WriteFile(f, body, 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(e.self, "bare", "-body", f, "-status", fmt.Sprint(status))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
+	return startBaseline(e, "bare", "-body", f, "-status", fmt.Sprint(status))
+}
+
+// startBaseline runs this program's baseline subcommand (bare, barenet) as a watched process and
+// waits for its "listening bare" line.
+func startBaseline(e *env, sub string, args ...string) (*service, error) {
+	s, sc, err := e.spawn(sub, exec.Command(e.self, append([]string{sub}, args...)...))
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "listening bare "); ok {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return &service{cmd: cmd, URL: rest}, nil
+			go func() { _, _ = io.Copy(io.Discard, sc.rest()) }()
+			s.URL = rest
+			return s, nil
 		}
 	}
-	_ = cmd.Process.Kill()
-	return nil, fmt.Errorf("bare server did not start")
+	s.Stop()
+	return nil, fmt.Errorf("%s server did not start", sub)
 }
 
 // load drives one URL (for profiling a running service):

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -214,22 +211,5 @@ func startBareNet(e *env, body []byte) (*service, error) {
 	if err := os.WriteFile(f, body, 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(e.self, "barenet", "-body", f)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "listening bare "); ok {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return &service{cmd: cmd, URL: rest}, nil
-		}
-	}
-	_ = cmd.Process.Kill()
-	return nil, fmt.Errorf("bare net/http server did not start")
+	return startBaseline(e, "barenet", "-body", f)
 }

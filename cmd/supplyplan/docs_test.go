@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/supplyplan/supplyplan/internal/testdeps"
+)
+
+// docExample is one curl call of a documentation page and the status it documents.
+type docExample struct {
+	line   int // 1-based line of the annotation in the page
+	status string
+}
+
+// annotation is the trailing comment that documents a curl call's status: `# → 201`.
+var annotation = regexp.MustCompile(`#\s*(?:→|->)\s*([1-5][0-9][0-9])\b`)
+
+// docScript turns the ```bash blocks of a page into one script, in order. The line that sets U
+// (the API base URL) is replaced by base. It returns the script and the annotations in order.
+func docScript(tb testing.TB, page, base string) (string, []docExample) {
+	tb.Helper()
+	f, err := os.Open(page)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var script strings.Builder
+	var examples []docExample
+	calls := 0
+	in := false
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case !in && trimmed == "```bash":
+			in = true
+			continue
+		case in && trimmed == "```":
+			in = false
+			continue
+		case !in:
+			continue
+		}
+		if strings.HasPrefix(trimmed, "export U=") {
+			line = "export U=" + base
+		}
+		calls += len(regexp.MustCompile(`(^|[\s($|])curl\s`).FindAllString(line, -1))
+		for _, m := range annotation.FindAllStringSubmatch(line, -1) {
+			examples = append(examples, docExample{line: n, status: m[1]})
+		}
+		fmt.Fprintf(&script, "%s\n", line)
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	if calls != len(examples) {
+		tb.Fatalf("%s has %d curl calls in its bash blocks but %d status annotations (`# → 201`): every call documents its status", page, calls, len(examples))
+	}
+	return script.String(), examples
+}
+
+// docPrelude wraps curl: each call takes the next documented status from $DOC_EXPECT (one
+// "line status" per line; a counter file, so that calls inside $(...) count too), writes a
+// failure to $DOC_FAILS when the status differs, and prints the body as curl would.
+const docPrelude = `set -u -o pipefail
+curl() {
+	local n exp line body code
+	n=$(( $(cat "$DOC_COUNTER") + 1 )); echo "$n" > "$DOC_COUNTER"
+	read -r line exp <<<"$(sed -n "${n}p" "$DOC_EXPECT")"
+	body=$(mktemp)
+	code=$(command curl -sS -o "$body" -w '%{http_code}' --max-time 60 "$@") || true
+	if [ -z "$exp" ]; then
+		echo "call $n (no documented status): got $code" >>"$DOC_FAILS"
+	elif [ "$code" != "$exp" ]; then
+		echo "docs line $line: documented $exp, got $code: $(head -c 400 "$body")" >>"$DOC_FAILS"
+	fi
+	cat "$body"; rm -f "$body"
+}
+`
+
+// TestAPIDocumentationRuns runs every request of docs/api.md, in order, against a fresh server,
+// and checks the status each one documents: the examples are how a newcomer learns the API, so
+// they must work as written on a new data dir.
+func TestAPIDocumentationRuns(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testdeps.Missing(t, tool+" is not installed", "bash scripts/test-deps.sh")
+		}
+	}
+	s := MustStart(t, "") // the defaults a newcomer runs with
+	script, examples := docScript(t, "../../docs/api.md", s.URL)
+
+	dir := t.TempDir()
+	// The examples read keys from data/credentials.json, as after `make run`.
+	if err := os.Symlink(s.Data, filepath.Join(dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var exp strings.Builder
+	for _, e := range examples {
+		fmt.Fprintf(&exp, "%d %s\n", e.line, e.status)
+	}
+	expect := write("expect", exp.String())
+	counter := write("counter", "0\n")
+	fails := write("fails", "")
+	prog := write("docs.sh", docPrelude+script)
+
+	cmd := exec.Command("bash", prog)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DOC_EXPECT="+expect, "DOC_COUNTER="+counter, "DOC_FAILS="+fails)
+	done := make(chan struct{})
+	var out []byte
+	var runErr error
+	go func() { out, runErr = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("the examples of docs/api.md did not finish in 5 minutes; output:\n%s", out)
+	}
+	if runErr != nil {
+		t.Errorf("the examples of docs/api.md exited with %v; output:\n%s", runErr, out)
+	}
+	b, _ := os.ReadFile(counter)
+	if got := strings.TrimSpace(string(b)); got != fmt.Sprint(len(examples)) {
+		t.Errorf("%s of %d documented calls ran", got, len(examples))
+	}
+	if b, _ := os.ReadFile(fails); len(b) > 0 {
+		t.Errorf("examples of docs/api.md that do not do what they document:\n%s", b)
+	}
+}
