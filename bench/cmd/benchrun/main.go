@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -172,6 +173,10 @@ type service struct {
 	cmd  *exec.Cmd
 	URL  string
 	Data string
+	// exited is closed once the process has exited (exitErr then says how).
+	exited  chan struct{}
+	exitErr error
+	peakRSS atomic.Int64 // highest RSS sampled, KiB
 }
 
 // startService starts the binary on a fresh data dir and waits for its ready line.
@@ -209,20 +214,49 @@ func startServiceOn(e *env, data string, extra ...string) (*service, error) {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("service did not become ready")
 	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	s.exited = make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, stdout) // EOF once the process is gone
+		s.exitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.exited:
+				return
+			case <-t.C:
+				if rss, hwm := memOf(cmd.Process.Pid); max(rss, hwm) > s.peakRSS.Load() {
+					s.peakRSS.Store(max(rss, hwm))
+				}
+			}
+		}
+	}()
 	return s, nil
 }
 
 // Stop terminates the service gracefully.
 func (s *service) Stop() {
 	_ = s.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-time.After(30 * time.Second):
 		_ = s.cmd.Process.Kill()
+		<-s.exited
 	}
+}
+
+// explain turns a failed request into "the service died" when the process is gone (a killed
+// service otherwise shows up as a closed connection).
+func (s *service) explain(err error) error {
+	select {
+	case <-s.exited:
+	case <-time.After(3 * time.Second):
+		return err
+	}
+	return fmt.Errorf("the service died (%v; peak RSS seen %d MiB): %w", s.exitErr, s.peakRSS.Load()/1024, err)
 }
 
 // bare serves fixed bytes: the baseline a real endpoint is compared against.
