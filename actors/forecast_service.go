@@ -189,7 +189,8 @@ func seriesView(k supplyplan.DemandKey, r seriesResult, view scenarioView, chFac
 	res := r.Result
 	v.Model, v.Class = res.Model, string(res.Class.Class)
 	a := res.Accuracy
-	v.Accuracy = supplyplan.ForecastAccuracy{WAPE: a.WAPE, MASE: a.MASE, Bias: a.Bias, SMAPE: a.SMAPE, MAPE: a.MAPE, Window: a.Window, Points: a.Points}
+	v.Accuracy = supplyplan.ForecastAccuracy{WAPE: ratioPtr(a.WAPE), MASE: ratioPtr(a.MASE), Bias: ratioPtr(a.Bias), SMAPE: ratioPtr(a.SMAPE),
+		MAPE: ratioPtr(a.MAPE), Window: a.Window, Points: a.Points}
 	sc := view.scenario
 	factor := chFactor
 	var included map[string]bool
@@ -263,6 +264,15 @@ func (s *stack) value() float64 {
 		s.mul = 1
 	}
 	return math.Max((1+s.add)*s.mul, 0.01)
+}
+
+// ratioPtr rounds a ratio to supplyplan.RatioDecimals (nil stays nil).
+func ratioPtr(v *float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	r := supplyplan.RoundRatio(*v)
+	return &r
 }
 
 func round2(v float64) float64 { return supplyplan.RoundQuantity(v) }

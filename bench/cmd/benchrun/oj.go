@@ -262,7 +262,7 @@ func benchOJ(_ context.Context, e *env) (section, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Data `%s` (913 store x brand series, Dominick's weeks 40-160), published protocol OrangeJuice_Pt_3Weeks_Weekly. Everything goes through the service: %d demand-history rows imported (missing weeks forward- then back-filled, as the protocol does), %d events created through `POST /api/forecast/events` (deal weeks: PROMOTION/DEAL; featured weeks: PROMOTION/FEATURE with intensity = share featured; price moves: PRICE_CHANGE with priceChangePct against the series' median price of weeks 40-135; no event carries a liftPct, so every lift and elasticity is learned), then for each round one `GET /api/forecast?asOf=<Monday of week 136+2(r-1)>&horizonWeeks=3&limit=1000` over all series, steps 2 and 3 scored. Setup took %.0f s.\n\n",
 		path, len(demand), len(events), setupTook.Seconds())
-	fmt.Fprintf(&b, "Events: %d created by 16 clients in %.1f s (%.0f/s); the first tenth at %.0f/s, the last tenth at %.0f/s (%.0f%% of the first). ",
+	fmt.Fprintf(&b, "Events: %d created by 16 clients in %.1f s (%.0f/s); the first tenth at %.0f/s, the last tenth at %.0f/s (%.0f%% of the first).\n\n",
 		len(events), evTook.Seconds(), float64(len(events))/evTook.Seconds(), rateOf(1), rateOf(10), 100*rateOf(10)/rateOf(1))
 	b.WriteString("| method | query | MAPE % | scored | seconds (12 rounds) |\n|---|---|---|---|---|\n")
 	results := map[string]float64{}
