@@ -151,7 +151,7 @@ var (
 	quantityKeys = map[string]bool{"baseline": true, "quantity": true, "lower": true, "upper": true, "totalQuantity": true,
 		"totalBaseline": true, "previousTotal": true, "newTotal": true, "delta": true, "deltaVsFirst": true,
 		"weeklyDeltaVsFirst": true, "actualTotal": true, "forecastTotal": true, "base": true, "planned": true, "actual": true,
-		"forecast": true}
+		"forecast": true, "actualDemand": true, "forecastedDemand": true, "totalActualDemand": true}
 	ratioKeys = map[string]bool{"liftPct": true, "weight": true, "share": true, "wape": true, "mape": true, "bias": true,
 		"mase": true, "smape": true, "deltaPctVsFirst": true, "plannedLiftPct": true, "plannedEffectPct": true, "realisedLiftPct": true}
 )
@@ -199,8 +199,9 @@ func checkDecimals(t *testing.T, where string, body []byte) int {
 	return checked
 }
 
-// TestQuantitiesAreRounded reads every forecasting response and checks the documented precision:
-// quantities to 2 decimals, ratios to 4 (a delta came out as -1947.8799999999997).
+// TestQuantitiesAreRounded reads every forecasting response and the demand history and checks the
+// documented precision: quantities to 2 decimals, ratios to 4 (a delta came out as
+// -1947.8799999999997, a week of demand as 0.30000000000000004).
 func TestQuantitiesAreRounded(t *testing.T) {
 	s := MustStart(t, "")
 	seedForecastData(t, s)
@@ -211,7 +212,14 @@ func TestQuantitiesAreRounded(t *testing.T) {
 		recs = append(recs, map[string]any{"skuId": "Q", "locationId": "L2", "weekStarting": monday(w).Format("2006-01-02"),
 			"actualDemand": 17.13 + float64((w*w)%7)*1.07})
 	}
+	// A week whose actual is an import per channel plus signals: 0.1 + 0.2 + 0.7 + 0.1.
+	recs = append(recs, map[string]any{"skuId": "Q", "locationId": "L1", "weekStarting": monday(-1).Format("2006-01-02"), "channel": "ONLINE", "actualDemand": 0.1},
+		map[string]any{"skuId": "Q", "locationId": "L1", "weekStarting": monday(-1).Format("2006-01-02"), "channel": "STORE", "actualDemand": 0.2})
 	s.Import("demand-history", map[string]any{"records": recs})
+	s.Do("POST", "/api/demand/signals", k, map[string]any{"signals": []any{
+		map[string]any{"signalId": "a", "skuId": "Q", "locationId": "L1", "quantity": 0.7, "occurredAt": monday(-1).Add(time.Hour).Format(time.RFC3339)},
+		map[string]any{"signalId": "b", "skuId": "Q", "locationId": "L1", "quantity": 0.1, "occurredAt": monday(-1).Add(2 * time.Hour).Format(time.RFC3339)},
+	}}).Must(t, 200)
 	ev := s.Do("POST", "/api/forecast/events", k, map[string]any{"name": "promo", "type": "PROMOTION", "value": map[string]any{"liftPct": 0.137},
 		"startsAt": monday(1).Format(time.RFC3339), "endsAt": monday(1).AddDate(0, 0, 3).Format(time.RFC3339), "productMasterId": "Q"}).Must(t, 201)
 	s.Do("PUT", "/api/forecast/events/"+ev["id"].(string), k, map[string]any{"value": map[string]any{"liftPct": 0.291}}).Must(t, 200)
@@ -254,6 +262,7 @@ func TestQuantitiesAreRounded(t *testing.T) {
 		return nil
 	})
 	add("change history", s.Do("GET", "/api/forecast/change-history?limit=100", k, nil))
+	add("demand history", s.Do("GET", "/api/demand/history?skuId=Q&locationId=L1", k, nil))
 	checked := 0
 	for _, b := range bodies {
 		checked += checkDecimals(t, b.where, b.body)
