@@ -63,6 +63,7 @@ type liftSlot struct {
 type liftEntry struct {
 	gen   uint64
 	model *forecast.LiftModel
+	err   error
 	ready chan struct{}
 }
 
@@ -195,6 +196,11 @@ func (t *tenantForecasts) invalidateAll() {
 	defer t.mu.Unlock()
 	t.clock++
 	t.allAt = t.clock
+	// Every older stamp is now below allAt: the scope maps start again (they hold the scopes
+	// written since the last demand write, never one entry per write).
+	clear(t.productAt)
+	clear(t.locationAt)
+	clear(t.seriesAt)
 	clear(t.lifts) // a model being learned still serves its waiters; nothing new uses it
 }
 
@@ -414,7 +420,7 @@ func (f *forecaster) liftModel(ctx context.Context, org string, asOfWeek time.Ti
 		t.mu.Unlock()
 		select {
 		case <-e.ready:
-			return e.model, e.gen, nil
+			return e.model, e.gen, e.err
 		case <-ctx.Done():
 			return nil, 0, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Learning event lifts took too long")
 		}
@@ -432,6 +438,7 @@ func (f *forecaster) liftModel(ctx context.Context, org string, asOfWeek time.Ti
 	model, err := f.learn(ctx, org, asOfWeek)
 	t.mu.Lock()
 	if err != nil {
+		e.err = err
 		if sl.cur == e {
 			sl.cur = nil
 		}
