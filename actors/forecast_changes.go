@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -122,8 +123,16 @@ func (c *changeRecorder) fill(ctx context.Context, org string) error {
 		if err != nil || len(batch) == 0 {
 			return err
 		}
+		var keys *scopeKeys
+		if s.cfg.Demand != nil {
+			all, err := s.fc.seriesKeys(ctx, org, "", "", supplyplan.ChannelAll)
+			if err != nil {
+				return err
+			}
+			keys = newScopeKeys(all)
+		}
 		for i := range batch {
-			if err := c.effect(ctx, org, &batch[i]); err != nil {
+			if err := c.effect(ctx, org, &batch[i], keys); err != nil {
 				return err
 			}
 		}
@@ -146,7 +155,7 @@ func (c *changeRecorder) fill(ctx context.Context, org string) error {
 // week it was written) and the series the event touches, the forecast total with the event as it
 // was before the change (previousTotal) and as it is after it (newTotal), every other event as
 // it is now.
-func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.ChangeEntry) error {
+func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.ChangeEntry, scopes *scopeKeys) error {
 	s := c.sys
 	now := supplyplan.Now()
 	e.UpdatedAt = &now
@@ -156,19 +165,15 @@ func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.C
 	if ref == nil {
 		ref = old
 	}
-	if s.cfg.Demand == nil {
+	if scopes == nil {
 		e.EffectStatus = supplyplan.EffectNoHistory
+		zero := supplyplan.Quantity(0)
+		e.Delta = &zero
 		return nil
 	}
-	keys, err := s.fc.seriesKeys(ctx, org, ref.ProductMasterID, ref.LocationID, supplyplan.ChannelAll)
-	if err != nil {
-		return err
-	}
+	keys := scopes.of(ref.ProductMasterID, ref.LocationID)
 	if old != nil && new != nil && (old.ProductMasterID != new.ProductMasterID || old.LocationID != new.LocationID) {
-		more, err := s.fc.seriesKeys(ctx, org, old.ProductMasterID, old.LocationID, supplyplan.ChannelAll)
-		if err != nil {
-			return err
-		}
+		more := scopes.of(old.ProductMasterID, old.LocationID)
 		seen := map[supplyplan.DemandKey]bool{}
 		for _, k := range keys {
 			seen[k] = true
@@ -223,6 +228,41 @@ func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.C
 	e.SeriesCount = counted
 	e.SetTotals(&before, &after)
 	return nil
+}
+
+// scopeKeys files a tenant's series (channel ALL) by product and location, for one fill round.
+type scopeKeys struct {
+	all        []supplyplan.DemandKey
+	byProduct  map[string][]supplyplan.DemandKey
+	byLocation map[string][]supplyplan.DemandKey
+}
+
+func newScopeKeys(all []supplyplan.DemandKey) *scopeKeys {
+	sk := &scopeKeys{all: all, byProduct: map[string][]supplyplan.DemandKey{}, byLocation: map[string][]supplyplan.DemandKey{}}
+	for _, k := range all {
+		sk.byProduct[k.SKU] = append(sk.byProduct[k.SKU], k)
+		sk.byLocation[k.Location] = append(sk.byLocation[k.Location], k)
+	}
+	return sk
+}
+
+// of returns the series an event scope covers (a new slice), sorted as seriesKeys sorts them.
+func (sk *scopeKeys) of(product, location string) []supplyplan.DemandKey {
+	switch {
+	case product != "" && location != "":
+		var out []supplyplan.DemandKey
+		for _, k := range sk.byProduct[product] {
+			if k.Location == location {
+				out = append(out, k)
+			}
+		}
+		return out
+	case product != "":
+		return slices.Clone(sk.byProduct[product])
+	case location != "":
+		return slices.Clone(sk.byLocation[location])
+	}
+	return slices.Clone(sk.all)
 }
 
 // pushVersion adds an event version's part of week ws of series k to st (nothing when it does not
