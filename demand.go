@@ -2,6 +2,7 @@ package supplyplan
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -49,6 +50,17 @@ type WeekValue struct {
 	Actual     float64   `json:"actualDemand"`
 	Forecasted float64   `json:"forecastedDemand"`
 	Stockout   bool      `json:"stockout,omitempty"`
+}
+
+// MarshalJSON renders the week with its quantities rounded to QuantityDecimals (an actual is a
+// sum of an import and signals: 0.1 + 0.2 would read 0.30000000000000004).
+func (w WeekValue) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Week       time.Time `json:"weekStarting"`
+		Actual     Quantity  `json:"actualDemand"`
+		Forecasted Quantity  `json:"forecastedDemand"`
+		Stockout   bool      `json:"stockout,omitempty"`
+	}{w.Week, Quantity(w.Actual), Quantity(w.Forecasted), w.Stockout})
 }
 
 // DemandQuery selects rows for an aggregate. Empty lists mean "all"; zero times mean unbounded

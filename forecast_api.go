@@ -74,10 +74,10 @@ type PeriodEvent struct {
 // ForecastPeriod is one forecast week.
 type ForecastPeriod struct {
 	WeekStarting Date          `json:"weekStarting"`
-	Baseline     float64       `json:"baseline"`
-	Quantity     float64       `json:"quantity"`
-	Lower        float64       `json:"lower"`
-	Upper        float64       `json:"upper"`
+	Baseline     Quantity      `json:"baseline"`
+	Quantity     Quantity      `json:"quantity"`
+	Lower        Quantity      `json:"lower"`
+	Upper        Quantity      `json:"upper"`
 	Events       []PeriodEvent `json:"events"`
 }
 
@@ -130,11 +130,11 @@ type GenerateScenarioInput struct {
 
 // WeekTotal is one week of a total over many series.
 type WeekTotal struct {
-	WeekStarting Date    `json:"weekStarting"`
-	Baseline     float64 `json:"baseline"`
-	Quantity     float64 `json:"quantity"`
-	Lower        float64 `json:"lower"`
-	Upper        float64 `json:"upper"`
+	WeekStarting Date     `json:"weekStarting"`
+	Baseline     Quantity `json:"baseline"`
+	Quantity     Quantity `json:"quantity"`
+	Lower        Quantity `json:"lower"`
+	Upper        Quantity `json:"upper"`
 }
 
 // VersionSeries is one series of a stored forecast version.
@@ -153,8 +153,8 @@ type ForecastVersion struct {
 	GeneratedBy   string          `json:"generatedBy"`
 	Start         time.Time       `json:"start"` // Monday of the first week
 	HorizonWeeks  int             `json:"horizonWeeks"`
-	TotalQuantity float64         `json:"totalQuantity"`
-	TotalBaseline float64         `json:"totalBaseline"`
+	TotalQuantity Quantity        `json:"totalQuantity"`
+	TotalBaseline Quantity        `json:"totalBaseline"`
 	Weekly        []WeekTotal     `json:"weekly"`
 	Series        []VersionSeries `json:"series"`
 }
@@ -167,10 +167,10 @@ type GenerateScenarioResult struct {
 	GeneratedAt   time.Time   `json:"generatedAt"`
 	HorizonWeeks  int         `json:"horizonWeeks"`
 	SeriesCount   int         `json:"seriesCount"`
-	TotalQuantity float64     `json:"totalQuantity"`
-	TotalBaseline float64     `json:"totalBaseline"`
-	PreviousTotal *float64    `json:"previousTotal"`
-	Delta         *float64    `json:"delta"`
+	TotalQuantity Quantity    `json:"totalQuantity"`
+	TotalBaseline Quantity    `json:"totalBaseline"`
+	PreviousTotal *Quantity   `json:"previousTotal"`
+	Delta         *Quantity   `json:"delta"`
 	Weekly        []WeekTotal `json:"weekly"`
 	Status        string      `json:"scenarioStatus"`
 }
@@ -189,13 +189,13 @@ type ScenarioComparison struct {
 	Name          string      `json:"name"`
 	Type          string      `json:"type"`
 	Status        string      `json:"status"`
-	TotalQuantity float64     `json:"totalQuantity"`
-	TotalBaseline float64     `json:"totalBaseline"`
+	TotalQuantity Quantity    `json:"totalQuantity"`
+	TotalBaseline Quantity    `json:"totalBaseline"`
 	Weekly        []WeekTotal `json:"weekly"`
 	// DeltaVsFirst compares with the first scenario of the request (zero for it).
-	DeltaVsFirst       float64   `json:"deltaVsFirst"`
-	DeltaPctVsFirst    *float64  `json:"deltaPctVsFirst"`
-	WeeklyDeltaVsFirst []float64 `json:"weeklyDeltaVsFirst"`
+	DeltaVsFirst       Quantity   `json:"deltaVsFirst"`
+	DeltaPctVsFirst    *float64   `json:"deltaPctVsFirst"`
+	WeeklyDeltaVsFirst []Quantity `json:"weeklyDeltaVsFirst"`
 }
 
 // CompareResult is the answer of compare.
@@ -224,13 +224,39 @@ type ChangeEntry struct {
 	ProductMasterID string    `json:"productMasterId,omitempty"`
 	LocationID      string    `json:"locationId,omitempty"`
 	Actor           string    `json:"actor"`
-	PreviousTotal   *float64  `json:"previousTotal"`
-	NewTotal        *float64  `json:"newTotal"`
-	Delta           *float64  `json:"delta"`
+	PreviousTotal   *Quantity `json:"previousTotal"`
+	NewTotal        *Quantity `json:"newTotal"`
+	Delta           *Quantity `json:"delta"`
 	HorizonWeeks    int       `json:"horizonWeeks,omitempty"`
 	SeriesCount     int       `json:"seriesCount,omitempty"`
 	Reason          string    `json:"reason"`
 	CreatedAt       time.Time `json:"createdAt"`
+	// EffectStatus (event entries only) says where the forecast figures stand: PENDING when the
+	// entry was written with the event change and previousTotal, newTotal, delta and seriesCount
+	// are still being computed (they arrive in a later update of the same entry), COMPUTED,
+	// OUTSIDE_HORIZON (the event, before and after the change, lies outside the entry's forecast
+	// weeks: delta 0) or NO_HISTORY (no series in the event's scope has demand history: delta 0).
+	EffectStatus string `json:"effectStatus,omitempty"`
+	// UpdatedAt is when the figures of a PENDING entry arrived.
+	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
+	// Pending is what computing the figures needs, kept (journaled) until they are in; never
+	// rendered.
+	Pending *PendingEffect `json:"pending,omitempty"`
+}
+
+// Effect statuses of an event's change-history entry.
+const (
+	EffectPending        = "PENDING"
+	EffectComputed       = "COMPUTED"
+	EffectOutsideHorizon = "OUTSIDE_HORIZON"
+	EffectNoHistory      = "NO_HISTORY"
+)
+
+// PendingEffect is the event as it was before a change (nil: created) and after it (nil:
+// deleted).
+type PendingEffect struct {
+	Old *ExternalEvent `json:"old,omitempty"`
+	New *ExternalEvent `json:"new,omitempty"`
 }
 
 // ChangeFilter selects change-history entries.
@@ -254,16 +280,16 @@ type ChannelProjection struct {
 type ChannelProjSeries struct {
 	Channel string            `json:"channel"`
 	Periods []ChannelProjWeek `json:"periods"`
-	Total   float64           `json:"totalQuantity"`
+	Total   Quantity          `json:"totalQuantity"`
 }
 
 // ChannelProjWeek is one week of a channel's projection.
 type ChannelProjWeek struct {
-	WeekStarting Date    `json:"weekStarting"`
-	Share        float64 `json:"share"`
-	Quantity     float64 `json:"quantity"`
-	Lower        float64 `json:"lower"`
-	Upper        float64 `json:"upper"`
+	WeekStarting Date     `json:"weekStarting"`
+	Share        float64  `json:"share"`
+	Quantity     Quantity `json:"quantity"`
+	Lower        Quantity `json:"lower"`
+	Upper        Quantity `json:"upper"`
 }
 
 // LongTermForecast is GET /api/forecast/long-term.
@@ -280,14 +306,14 @@ type LongTermForecast struct {
 
 // LongTermBucket is one month or quarter.
 type LongTermBucket struct {
-	Period   string  `json:"period"` // 2027-01 or 2027-Q1
-	Start    Date    `json:"start"`
-	End      Date    `json:"end"`
-	Baseline float64 `json:"baseline"`
-	Quantity float64 `json:"quantity"`
-	Lower    float64 `json:"lower"`
-	Upper    float64 `json:"upper"`
-	Partial  bool    `json:"partial"`
+	Period   string   `json:"period"` // 2027-01 or 2027-Q1
+	Start    Date     `json:"start"`
+	End      Date     `json:"end"`
+	Baseline Quantity `json:"baseline"`
+	Quantity Quantity `json:"quantity"`
+	Lower    Quantity `json:"lower"`
+	Upper    Quantity `json:"upper"`
+	Partial  bool     `json:"partial"`
 }
 
 // AccuracyQuery is GET /api/forecast/accuracy.
@@ -309,8 +335,8 @@ type AccuracyMetrics struct {
 	Bias            *float64 `json:"bias"`
 	MASE            *float64 `json:"mase"`
 	Points          int      `json:"points"`
-	Actual          float64  `json:"actualTotal"`
-	Forecast        float64  `json:"forecastTotal"`
+	Actual          Quantity `json:"actualTotal"`
+	Forecast        Quantity `json:"forecastTotal"`
 }
 
 // AccuracyReport is the answer of GET /api/forecast/accuracy.
@@ -340,10 +366,10 @@ type EventLiftReport struct {
 
 // EventLiftWeek is one week of an event's lift report, summed over the series it applies to.
 type EventLiftWeek struct {
-	WeekStarting Date     `json:"weekStarting"`
-	Base         float64  `json:"base"`
-	Planned      float64  `json:"planned"`
-	Actual       *float64 `json:"actual"`
+	WeekStarting Date      `json:"weekStarting"`
+	Base         Quantity  `json:"base"`
+	Planned      Quantity  `json:"planned"`
+	Actual       *Quantity `json:"actual"`
 }
 
 // ForecastService serves the forecasting endpoints beyond scenarios and events.

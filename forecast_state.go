@@ -2,6 +2,7 @@ package supplyplan
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -49,20 +50,37 @@ func (s *TenantState) Versions() []ForecastVersion {
 	return out
 }
 
-// AddChange returns the records storing e and dropping the oldest entries beyond the cap.
+// AddChange returns the records storing e and dropping the oldest entries beyond the cap. It
+// costs the same however many entries there are (the ids are kept in order).
 func (s *TenantState) AddChange(e ChangeEntry) []Record {
 	recs := []Record{Put(KindForecastChange, e.ID, &e)}
-	if len(s.Changes)+1 > MaxChangeEntries {
-		ids := make([]string, 0, len(s.Changes))
-		for id := range s.Changes {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids[:len(ids)+1-MaxChangeEntries] {
+	if over := len(s.Changes) + 1 - MaxChangeEntries; over > 0 {
+		for _, id := range s.changeOrder[:min(over, len(s.changeOrder))] {
 			recs = append(recs, Del(KindForecastChange, id))
 		}
 	}
 	return recs
+}
+
+// orderChange keeps changeOrder (the entry ids, oldest first) in step with Changes.
+func (s *TenantState) orderChange(id string, existed, del bool) {
+	switch {
+	case del && existed:
+		if len(s.changeOrder) > 0 && s.changeOrder[0] == id { // the usual case: the cap drops the oldest
+			s.changeOrder = s.changeOrder[1:]
+			return
+		}
+		if i, found := slices.BinarySearch(s.changeOrder, id); found {
+			s.changeOrder = slices.Delete(s.changeOrder, i, i+1)
+		}
+	case !del && !existed:
+		if n := len(s.changeOrder); n == 0 || s.changeOrder[n-1] < id { // ids sort by creation
+			s.changeOrder = append(s.changeOrder, id)
+			return
+		}
+		i, _ := slices.BinarySearch(s.changeOrder, id)
+		s.changeOrder = slices.Insert(s.changeOrder, i, id)
+	}
 }
 
 // ListChanges filters the change history, newest first, and pages it (page from 1).
@@ -74,7 +92,9 @@ func (s *TenantState) ListChanges(f ChangeFilter) ([]ChangeEntry, int) {
 			(!f.To.IsZero() && e.CreatedAt.After(f.To)) {
 			continue
 		}
-		out = append(out, *e)
+		c := *e
+		c.Pending = nil
+		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b ChangeEntry) int { return cmp.Compare(b.ID, a.ID) })
 	total := len(out)
@@ -91,12 +111,95 @@ func (s *TenantState) ListChanges(f ChangeFilter) ([]ChangeEntry, int) {
 	return out[start:min(start+f.Limit, len(out))], total
 }
 
-// NewChange returns a change entry with its delta computed.
+// NewChange returns a change entry with its delta computed (totals and delta rounded to
+// QuantityDecimals).
 func NewChange(typ, actor, reason string, prev, next *float64, now time.Time) ChangeEntry {
-	e := ChangeEntry{ID: NewID("chg"), ChangeType: typ, Actor: actor, Reason: reason, PreviousTotal: prev, NewTotal: next, CreatedAt: now}
+	e := ChangeEntry{ID: NewID("chg"), ChangeType: typ, Actor: actor, Reason: reason, CreatedAt: now}
+	e.SetTotals(prev, next)
+	return e
+}
+
+// SetTotals sets an entry's previous and new totals and their delta (nil when either is unknown).
+func (e *ChangeEntry) SetTotals(prev, next *float64) {
+	e.PreviousTotal, e.NewTotal, e.Delta = nil, nil, nil
+	if prev != nil {
+		q := Quantity(RoundQuantity(*prev))
+		e.PreviousTotal = &q
+	}
+	if next != nil {
+		q := Quantity(RoundQuantity(*next))
+		e.NewTotal = &q
+	}
 	if prev != nil && next != nil {
-		d := *next - *prev
+		d := Quantity(RoundQuantity(float64(*e.NewTotal - *e.PreviousTotal)))
 		e.Delta = &d
 	}
-	return e
+}
+
+// ChangeHorizonWeeks is the window of an event entry's figures: the forecast weeks from the week
+// the entry was written.
+const ChangeHorizonWeeks = DefaultHorizonWeeks
+
+// EventChange returns the records of the change-history entry of an event change (old nil: the
+// event was created; new nil: deleted), to be written in the same transaction as the change. The
+// entry is complete at once when neither version of the event overlaps its forecast weeks
+// (OUTSIDE_HORIZON, delta 0); otherwise it is PENDING and keeps both versions until its figures
+// are computed and written as an update of the same entry.
+func (s *TenantState) EventChange(typ, actor string, old, new *ExternalEvent, now time.Time) []Record {
+	ref := new
+	if ref == nil {
+		ref = old
+	}
+	verb := map[string]string{ChangeEventCreated: "created", ChangeEventUpdated: "updated", ChangeEventDeleted: "deleted"}[typ]
+	e := ChangeEntry{ID: NewID("chg"), ChangeType: typ, Actor: actor, EventID: ref.ID, ProductMasterID: ref.ProductMasterID,
+		LocationID: ref.LocationID, HorizonWeeks: ChangeHorizonWeeks, CreatedAt: now,
+		Reason: fmt.Sprintf("event %q (%s) %s", ref.Name, ref.Type, verb)}
+	from := WeekStart(now)
+	to := from.AddDate(0, 0, 7*ChangeHorizonWeeks)
+	overlaps := func(x *ExternalEvent) bool { return x != nil && x.StartsAt.Before(to) && x.EndsAt.After(from) }
+	if overlaps(old) || overlaps(new) {
+		e.EffectStatus = EffectPending
+		e.Pending = &PendingEffect{Old: bareEvent(old), New: bareEvent(new)}
+	} else {
+		e.EffectStatus = EffectOutsideHorizon
+		zero := Quantity(0)
+		e.Delta = &zero
+	}
+	return s.AddChange(e)
+}
+
+// bareEvent copies an event without its expanded product and location.
+func bareEvent(e *ExternalEvent) *ExternalEvent {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.ProductMaster, c.Location = nil, nil
+	return &c
+}
+
+// PendingChanges returns up to limit event entries whose figures are still to be computed, oldest
+// first.
+func (s *TenantState) PendingChanges(limit int) []ChangeEntry {
+	var out []ChangeEntry
+	for _, id := range s.changeOrder {
+		if e := s.Changes[id]; e != nil && e.EffectStatus == EffectPending {
+			out = append(out, *e)
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// CompleteChange returns the record writing the computed figures of a pending entry over it
+// (nothing when the entry has gone, beyond the cap, or is no longer pending).
+func (s *TenantState) CompleteChange(e ChangeEntry) []Record {
+	cur, ok := s.Changes[e.ID]
+	if !ok || cur.EffectStatus != EffectPending || e.EffectStatus == EffectPending {
+		return nil
+	}
+	e.Pending = nil
+	return []Record{Put(KindForecastChange, e.ID, &e)}
 }

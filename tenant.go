@@ -68,7 +68,9 @@ type TenantState struct {
 	// ToolAudits are the audits of confirmed state-changing tool calls (tool service).
 	ToolAudits map[string]*ToolAudit `json:"toolAudits,omitempty"`
 
-	skuIndex map[string]string // product sku -> product id (derived, rebuilt on load)
+	skuIndex    map[string]string // product sku -> product id (derived, rebuilt on load)
+	events      eventIndex        // events by scope (derived, rebuilt on load)
+	changeOrder []string          // change-history ids, oldest first (derived, rebuilt on load)
 	// quarantined are the stored numbers left out since TakeQuarantined last ran (quarantine.go).
 	quarantined []QuarantinedValue
 }
@@ -128,6 +130,15 @@ func (s *TenantState) init() {
 	for id, p := range s.Products {
 		s.skuIndex[p.SKU] = id
 	}
+	s.events.reset(len(s.Events))
+	for _, e := range s.Events {
+		s.events.add(e)
+	}
+	s.changeOrder = make([]string, 0, len(s.Changes))
+	for id := range s.Changes {
+		s.changeOrder = append(s.changeOrder, id)
+	}
+	slices.Sort(s.changeOrder)
 }
 
 // UnmarshalJSON decodes a snapshot and rebuilds the derived indexes.
@@ -207,7 +218,12 @@ func (s *TenantState) Apply(r Record) error {
 	case KindForecastVersion:
 		return putValue(s.ForecastVersions, r)
 	case KindForecastChange:
-		return putValue(s.Changes, r)
+		_, existed := s.Changes[r.ID]
+		if err := putValue(s.Changes, r); err != nil {
+			return err
+		}
+		s.orderChange(r.ID, existed, r.Del)
+		return nil
 	case KindScenario:
 		if r.Del {
 			delete(s.Scenarios, r.ID)
@@ -219,15 +235,21 @@ func (s *TenantState) Apply(r Record) error {
 		}
 		s.Scenarios[r.ID] = v
 	case KindEvent:
-		if r.Del {
+		var v *ExternalEvent
+		if !r.Del {
+			var ok bool
+			if v, ok = r.Value.(*ExternalEvent); !ok {
+				return fmt.Errorf("event record %s has value %T", r.ID, r.Value)
+			}
+		}
+		if old, ok := s.Events[r.ID]; ok {
+			s.events.remove(old)
 			delete(s.Events, r.ID)
-			return nil
 		}
-		v, ok := r.Value.(*ExternalEvent)
-		if !ok {
-			return fmt.Errorf("event record %s has value %T", r.ID, r.Value)
+		if v != nil {
+			s.Events[r.ID] = v
+			s.events.add(v)
 		}
-		s.Events[r.ID] = v
 	case KindToolAudit:
 		if s.ToolAudits == nil {
 			s.ToolAudits = map[string]*ToolAudit{}

@@ -20,9 +20,9 @@ type ForecastToolQuery struct {
 // ForecastWeek is one forecast week.
 type ForecastWeek struct {
 	WeekStart time.Time `json:"weekStart"`
-	Forecast  float64   `json:"forecast"`
-	Lower     *float64  `json:"lower,omitempty"`
-	Upper     *float64  `json:"upper,omitempty"`
+	Forecast  Quantity  `json:"forecast"`
+	Lower     *Quantity `json:"lower,omitempty"`
+	Upper     *Quantity `json:"upper,omitempty"`
 }
 
 // ForecastToolResult is the forecast the get_demand_forecast tool returns.

@@ -139,9 +139,9 @@ func (f ForecastTools) DemandForecast(ctx context.Context, p Principal, q Foreca
 			if i >= len(out.Weeks) {
 				out.Weeks = append(out.Weeks, ForecastWeek{WeekStart: sf.Start.AddDate(0, 0, 7*i)})
 			}
-			out.Weeks[i].Forecast += qty
+			out.Weeks[i].Forecast += Quantity(qty)
 			if len(series) == 1 && i < len(sf.Lower) && i < len(sf.Upper) {
-				lo, hi := sf.Lower[i], sf.Upper[i]
+				lo, hi := Quantity(sf.Lower[i]), Quantity(sf.Upper[i])
 				out.Weeks[i].Lower, out.Weeks[i].Upper = &lo, &hi
 			}
 		}

@@ -113,7 +113,7 @@ func getDemandForecast(c *toolCall) (any, string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Forecast of %s for %d week(s)", f.SKU, len(f.Weeks))
 	for _, w := range f.Weeks {
-		fmt.Fprintf(&b, "\n- week of %s: %s", w.WeekStart.Format("2006-01-02"), fmtQty(w.Forecast))
+		fmt.Fprintf(&b, "\n- week of %s: %s", w.WeekStart.Format("2006-01-02"), fmtQty(RoundQuantity(float64(w.Forecast))))
 	}
 	return f, b.String(), nil
 }

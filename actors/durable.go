@@ -84,6 +84,8 @@ type durable[S State] struct {
 	seq        uint64        // newest entry appended
 	durableSeq atomic.Uint64 // newest entry known durable
 	sinceSnap  int
+	bytesSince int // payload bytes journaled since the last snapshot
+	lastSnap   int // size of the last snapshot this actor took
 	snapping   bool
 	pid        *actor.PID
 	engine     *actor.Engine
@@ -362,7 +364,10 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 		done(nil)
 	})
 	d.sinceSnap++
-	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && !d.snapping {
+	d.bytesSince += len(payload)
+	// A snapshot encodes the whole state: waiting until the journal since the last one holds half
+	// its size keeps its cost per write constant however large the state grows.
+	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && d.bytesSince >= d.lastSnap/2 && !d.snapping {
 		d.snapshot(false)
 	}
 }
@@ -379,7 +384,7 @@ func (d *durable[S]) snapshot(sync bool) {
 		return
 	}
 	seq := d.seq
-	d.sinceSnap = 0
+	d.sinceSnap, d.bytesSince, d.lastSnap = 0, 0, len(data)
 	if sync {
 		if err := d.journal.SaveSnapshot(d.stream, seq, data); err != nil {
 			d.log.Error("snapshot failed", "stream", d.stream, "err", err)

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"math"
@@ -15,44 +16,87 @@ import (
 
 const week = 7 * 24 * time.Hour
 
-// forecaster runs the forecast engine over tenants' data with three caches per tenant, all
-// invalidated by version counters bumped on every change of demand or events: the event index, the
-// learned lift model (per as-of week), and computed forecasts.
+// forecaster runs the forecast engine over tenants' data. It keeps two caches, both invalidated
+// in proportion to what a change touches, never wholesale on an event write:
+//
+//   - computed forecasts, in one LRU bounded in bytes across tenants. An entry is stamped with the
+//     tenant's change clock when its inputs were read; it is valid while no change touched its
+//     series since (an event of the series, of its product or location, an org-wide or global
+//     event, a demand write), and while the lift model it used is still current.
+//   - learned lift models per as-of week, a few per tenant. A model for week W is learned on the
+//     history before W, so an event write drops only the models of weeks after the event's start:
+//     a promotion planned in the future never costs a relearn.
+//
+// Nothing is kept per change: a write moves stamps in maps sized by the tenant's products,
+// locations and series.
 type forecaster struct {
-	sys *System
-	mu  sync.Mutex
-	t   map[string]*tenantForecasts
+	sys   *System
+	mu    sync.Mutex
+	t     map[string]*tenantForecasts
+	cache *resultCache
 }
 
+// tenantForecasts is one tenant's change clock, per-scope stamps and lift models.
 type tenantForecasts struct {
-	mu            sync.Mutex
-	eventsVersion uint64
-	demandVersion uint64
-	index         *eventIndex
-	lifts         map[time.Time]*liftEntry
-	cache         map[cacheKey]cacheEntry
+	mu         sync.Mutex
+	clock      uint64
+	allAt      uint64               // org-wide or global events, demand
+	productAt  map[string]uint64    // events of a product (no location)
+	locationAt map[string]uint64    // events of a location (no product)
+	seriesAt   map[[2]string]uint64 // events of a product at a location
+	lifts      map[int64]*liftSlot  // by as-of week (Unix seconds)
+	liftGen    uint64
 }
 
+// liftSlot holds the lift models of one as-of week: the current one (nil once a change made it
+// out of date), and the last one learned, which background work (alert evaluation, change
+// history figures) may go on using for a while after such a change instead of learning again
+// after every event write.
+type liftSlot struct {
+	cur, last *liftEntry
+	learnedAt time.Time     // when the last learning ended
+	took      time.Duration // how long it took
+	used      uint64        // the tenant clock at the last use (eviction order)
+}
+
+// liftEntry is one learned lift model; ready is closed once model is set.
 type liftEntry struct {
-	eventsV, demandV uint64
-	model            *forecast.LiftModel
-	ready            chan struct{}
+	gen   uint64
+	model *forecast.LiftModel
+	err   error
+	ready chan struct{}
 }
 
-type cacheKey struct {
-	key       supplyplan.DemandKey
-	asOf      time.Time
-	horizon   int
-	interval  float64
-	model     string
-	point     string
-	transform string
-	noEvents  bool
+func (e *liftEntry) done() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
 }
 
-type cacheEntry struct {
-	eventsV, demandV uint64
-	res              seriesResult
+// Lift models kept per tenant (as-of weeks asked for recently), and how often background work
+// learns them again after event writes: a model over every series costs time in proportion to
+// the tenant's events, so background relearning is spaced by ten times its cost (at least
+// minRelearn), which bounds the share of a core it takes whatever the write rate. Requests
+// always get a model that includes every acknowledged write.
+const (
+	maxLiftModels = 16
+	minRelearn    = 2 * time.Second
+)
+
+// Horizons are computed in these sizes and truncated to the one asked for, so that the same
+// computation (and cache entry) answers every horizon up to its size.
+var computeHorizons = []int{supplyplan.DefaultHorizonWeeks, 26, 52, 104, 208, forecast.MaxHorizon}
+
+func computeHorizon(h int) int {
+	for _, c := range computeHorizons {
+		if h <= c {
+			return c
+		}
+	}
+	return h
 }
 
 // seriesResult is one series' forecast (Result is zero and NoHistory true without history).
@@ -62,10 +106,22 @@ type seriesResult struct {
 	HistoryWeeks int
 }
 
-const maxCachedForecasts = 2_000_000
+// truncated returns r with its first h periods (sharing them: results are never changed).
+func (r seriesResult) truncated(h int) seriesResult {
+	if len(r.Result.Periods) > h {
+		r.Result.Periods = r.Result.Periods[:h:h]
+	}
+	return r
+}
 
-func newForecaster(sys *System) *forecaster {
-	return &forecaster{sys: sys, t: map[string]*tenantForecasts{}}
+// DefaultForecastCacheBytes is the default bound of the forecast cache.
+const DefaultForecastCacheBytes = 1 << 30
+
+func newForecaster(sys *System, cacheBytes int64) *forecaster {
+	if cacheBytes <= 0 {
+		cacheBytes = DefaultForecastCacheBytes
+	}
+	return &forecaster{sys: sys, t: map[string]*tenantForecasts{}, cache: newResultCache(cacheBytes)}
 }
 
 func (f *forecaster) tenant(org string) *tenantForecasts {
@@ -73,116 +129,235 @@ func (f *forecaster) tenant(org string) *tenantForecasts {
 	defer f.mu.Unlock()
 	t := f.t[org]
 	if t == nil {
-		t = &tenantForecasts{lifts: map[time.Time]*liftEntry{}, cache: map[cacheKey]cacheEntry{}}
+		t = &tenantForecasts{productAt: map[string]uint64{}, locationAt: map[string]uint64{},
+			seriesAt: map[[2]string]uint64{}, lifts: map[int64]*liftSlot{}}
 		f.t[org] = t
 	}
 	return t
+}
+
+func (f *forecaster) tenants() []*tenantForecasts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]*tenantForecasts, 0, len(f.t))
+	for _, t := range f.t {
+		out = append(out, t)
+	}
+	return out
+}
+
+// eventsChanged invalidates what depends on the given versions of an event (before and after a
+// write; nil ones are skipped): the forecasts of the series in its scope, and the lift models
+// whose history it overlaps.
+func (f *forecaster) eventsChanged(org string, versions ...*supplyplan.ExternalEvent) {
+	t := f.tenant(org)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clock++
+	for _, e := range versions {
+		if e == nil {
+			continue
+		}
+		switch {
+		case e.IsGlobal || e.IsOrgWide || (e.ProductMasterID == "" && e.LocationID == ""):
+			t.allAt = t.clock
+		case e.ProductMasterID != "" && e.LocationID != "":
+			t.seriesAt[[2]string{e.ProductMasterID, e.LocationID}] = t.clock
+		case e.ProductMasterID != "":
+			t.productAt[e.ProductMasterID] = t.clock
+		default:
+			t.locationAt[e.LocationID] = t.clock
+		}
+		for w, sl := range t.lifts {
+			if sl.cur != nil && e.StartsAt.Before(time.Unix(w, 0)) { // the event overlaps week w's history
+				sl.cur = nil
+			}
+		}
+	}
 }
 
 // bumpEvents invalidates everything derived from a tenant's events ("" = every tenant: a global
 // event changed).
 func (f *forecaster) bumpEvents(org string) {
 	if org == "" {
-		f.mu.Lock()
-		ts := make([]*tenantForecasts, 0, len(f.t))
-		for _, t := range f.t {
-			ts = append(ts, t)
-		}
-		f.mu.Unlock()
-		for _, t := range ts {
-			t.bump(true)
+		for _, t := range f.tenants() {
+			t.invalidateAll()
 		}
 		return
 	}
-	f.tenant(org).bump(true)
+	f.tenant(org).invalidateAll()
 }
 
 // bumpDemand invalidates everything derived from a tenant's demand history.
-func (f *forecaster) bumpDemand(org string) { f.tenant(org).bump(false) }
+func (f *forecaster) bumpDemand(org string) { f.tenant(org).invalidateAll() }
 
-func (t *tenantForecasts) bump(events bool) {
+func (t *tenantForecasts) invalidateAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if events {
-		t.eventsVersion++
-		t.index = nil
-	} else {
-		t.demandVersion++
+	t.clock++
+	t.allAt = t.clock
+	// Every older stamp is now below allAt: the scope maps start again (they hold the scopes
+	// written since the last demand write, never one entry per write).
+	clear(t.productAt)
+	clear(t.locationAt)
+	clear(t.seriesAt)
+	clear(t.lifts) // a model being learned still serves its waiters; nothing new uses it
+}
+
+// stampOf is the clock of the last change that touched series k (t.mu held).
+func (t *tenantForecasts) stampOf(k supplyplan.DemandKey) uint64 {
+	return max(t.allAt, t.productAt[k.SKU], t.locationAt[k.Location], t.seriesAt[[2]string{k.SKU, k.Location}])
+}
+
+// liftsCurrent reports whether the lift model of generation gen for week w is still the one in
+// use, or for background work the last one learned (t.mu held).
+func (t *tenantForecasts) liftsCurrent(w int64, gen uint64, bg bool) bool {
+	sl := t.lifts[w]
+	return sl != nil && (sl.cur != nil && sl.cur.gen == gen || bg && sl.last != nil && sl.last.gen == gen)
+}
+
+// resultCache is an LRU of computed forecasts bounded in (estimated) bytes.
+type resultCache struct {
+	mu   sync.Mutex
+	max  int64
+	size int64
+	ll   list.List // of *cacheEntry, most recently used first
+	m    map[cacheKey]*list.Element
+}
+
+type cacheKey struct {
+	org       string
+	key       supplyplan.DemandKey
+	asOf      int64 // Unix seconds of the as-of week
+	horizon   int   // computed horizon (computeHorizon)
+	interval  float64
+	model     string
+	point     string
+	transform string
+	noEvents  bool
+}
+
+type cacheEntry struct {
+	k       cacheKey
+	stamp   uint64 // the tenant clock before the inputs were read
+	liftGen uint64 // the lift model used (0: none)
+	res     seriesResult
+	size    int64
+}
+
+func newResultCache(max int64) *resultCache {
+	return &resultCache{max: max, m: map[cacheKey]*list.Element{}}
+}
+
+// entrySize estimates the memory held by a cached forecast.
+func entrySize(r *seriesResult) int64 {
+	n := int64(512 + len(r.Result.Model))
+	for i := range r.Result.Periods {
+		n += 96 + 112*int64(len(r.Result.Periods[i].Events))
 	}
-	t.cache = map[cacheKey]cacheEntry{}
-	for k, e := range t.lifts {
-		select {
-		case <-e.ready:
-			delete(t.lifts, k)
-		default: // being computed: it will not match the new versions and gets replaced
+	return n
+}
+
+// get returns the entries of keys (nil where absent) and marks them used.
+func (c *resultCache) get(keys []cacheKey) []*cacheEntry {
+	out := make([]*cacheEntry, len(keys))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, k := range keys {
+		if el, ok := c.m[k]; ok {
+			c.ll.MoveToFront(el)
+			out[i] = el.Value.(*cacheEntry)
+		}
+	}
+	return out
+}
+
+// put stores entries, evicting the least recently used beyond the bound.
+func (c *resultCache) put(entries []*cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range entries {
+		e.size = entrySize(&e.res)
+		if e.size > c.max {
+			continue
+		}
+		if el, ok := c.m[e.k]; ok {
+			c.size -= el.Value.(*cacheEntry).size
+			el.Value = e
+			c.ll.MoveToFront(el)
+		} else {
+			c.m[e.k] = c.ll.PushFront(e)
+		}
+		c.size += e.size
+		for c.size > c.max {
+			last := c.ll.Back()
+			old := last.Value.(*cacheEntry)
+			c.ll.Remove(last)
+			delete(c.m, old.k)
+			c.size -= old.size
 		}
 	}
 }
 
-// eventIndex holds a tenant's events (and the global ones) converted for the engine.
-type eventIndex struct {
-	version    uint64
-	byProduct  map[string][]forecast.EventOccurrence // events with a product (maybe a location too)
-	byLocation map[string][]forecast.EventOccurrence // events with a location and no product
-	all        []forecast.EventOccurrence            // org-wide and global events
-	byID       map[string]supplyplan.ExternalEvent
-	count      int
+// stats returns the number of entries and their estimated bytes.
+func (c *resultCache) stats() (int, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m), c.size
 }
 
-func (ix *eventIndex) forSeries(product, location string) []forecast.EventOccurrence {
-	out := make([]forecast.EventOccurrence, 0, len(ix.all)+len(ix.byProduct[product])+len(ix.byLocation[location]))
-	out = append(out, ix.all...)
-	for _, e := range ix.byProduct[product] {
-		if e.LocationID == "" || e.LocationID == location {
-			out = append(out, e)
-		}
-	}
-	return append(out, ix.byLocation[location]...)
+// globalEvents returns the platform's global events (they apply to every series).
+func (f *forecaster) globalEvents() []*supplyplan.ExternalEvent {
+	return f.sys.index.Load().globalL
 }
 
-// index returns the tenant's current event index, building it from the tenant's state.
-func (f *forecaster) index(ctx context.Context, org string) (*eventIndex, uint64, uint64, error) {
-	t := f.tenant(org)
-	t.mu.Lock()
-	ix, ev, dv := t.index, t.eventsVersion, t.demandVersion
-	t.mu.Unlock()
-	if ix != nil {
-		return ix, ev, dv, nil
-	}
-	events, err := tenantTx(ctx, f.sys, org, func(st *supplyplan.TenantState) ([]supplyplan.ExternalEvent, []supplyplan.Record, error) {
-		out := make([]supplyplan.ExternalEvent, 0, len(st.Events))
-		for _, e := range st.Events {
-			out = append(out, *e)
+// eventsOf returns, for each scope (a series, or a total when product and/or location is
+// empty, see TenantState.EventsFor), the events that apply to it, sorted by start then id. Only
+// the events asked for are copied out of the tenant's state.
+func (f *forecaster) eventsOf(ctx context.Context, org string, keys []supplyplan.DemandKey) ([][]*supplyplan.ExternalEvent, error) {
+	out, err := tenantTx(ctx, f.sys, org, func(st *supplyplan.TenantState) ([][]*supplyplan.ExternalEvent, []supplyplan.Record, error) {
+		out := make([][]*supplyplan.ExternalEvent, len(keys))
+		for i, k := range keys {
+			if st.HasEventsFor(k.SKU, k.Location) {
+				out[i] = st.EventsFor(k.SKU, k.Location, nil)
+			}
 		}
 		return out, nil, nil
 	})
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
-	for _, g := range f.sys.index.Load().globalL {
-		events = append(events, *g)
+	globals := f.globalEvents()
+	for i := range out {
+		out[i] = append(out[i], globals...)
+		supplyplan.SortEvents(out[i])
 	}
-	ix = &eventIndex{version: ev, byProduct: map[string][]forecast.EventOccurrence{},
-		byLocation: map[string][]forecast.EventOccurrence{}, byID: make(map[string]supplyplan.ExternalEvent, len(events)), count: len(events)}
-	slices.SortFunc(events, func(a, b supplyplan.ExternalEvent) int { return a.StartsAt.Compare(b.StartsAt) })
+	return out, nil
+}
+
+// occurrences converts events for the engine (only those starting before `before` when it is
+// not zero).
+func occurrences(events []*supplyplan.ExternalEvent, before time.Time) []forecast.EventOccurrence {
+	if len(events) == 0 {
+		return nil
+	}
+	out := make([]forecast.EventOccurrence, 0, len(events))
 	for _, e := range events {
-		ix.byID[e.ID] = e
-		o := forecast.FromExternalEvent(e)
-		switch {
-		case e.ProductMasterID != "":
-			ix.byProduct[e.ProductMasterID] = append(ix.byProduct[e.ProductMasterID], o)
-		case e.LocationID != "":
-			ix.byLocation[e.LocationID] = append(ix.byLocation[e.LocationID], o)
-		default:
-			ix.all = append(ix.all, o)
+		if !before.IsZero() && !e.StartsAt.Before(before) {
+			continue
+		}
+		out = append(out, forecast.FromExternalEvent(*e))
+	}
+	return out
+}
+
+func hasLearned(events []*supplyplan.ExternalEvent) bool {
+	for _, e := range events {
+		if e.Value == nil || e.Value.LiftPct == nil {
+			return true
 		}
 	}
-	t.mu.Lock()
-	if t.eventsVersion == ev {
-		t.index = ix
-	}
-	t.mu.Unlock()
-	return ix, ev, dv, nil
+	return false
 }
 
 // seriesKeys lists the (sku, location) series of a tenant for channel ALL, or the stored keys of a
@@ -222,59 +397,123 @@ func (f *forecaster) seriesKeys(ctx context.Context, org, product, location, cha
 }
 
 // liftModel returns the tenant's lifts learned from every series with events, on history before
-// asOf's week. Concurrent callers share one computation.
-func (f *forecaster) liftModel(ctx context.Context, org string, asOfWeek time.Time, ix *eventIndex, ev, dv uint64) (*forecast.LiftModel, error) {
+// asOfWeek, and the model's generation. Concurrent callers share one computation. Requests get a
+// model that includes every event write acknowledged before they asked; background callers may
+// get the last model learned when a newer one is being learned or was learned less than its
+// relearn interval ago.
+func (f *forecaster) liftModel(ctx context.Context, org string, asOfWeek time.Time) (*forecast.LiftModel, uint64, error) {
 	t := f.tenant(org)
+	w := asOfWeek.Unix()
+	bg := isBackground(ctx)
 	t.mu.Lock()
-	e := t.lifts[asOfWeek]
-	if e != nil && e.eventsV == ev && e.demandV == dv {
+	sl := t.lifts[w]
+	if sl == nil {
+		t.evictLifts()
+		sl = &liftSlot{}
+		t.lifts[w] = sl
+	}
+	sl.used = t.clock
+	if e := sl.cur; e != nil {
+		if !e.done() && bg && sl.last != nil {
+			e = sl.last
+		}
 		t.mu.Unlock()
 		select {
 		case <-e.ready:
-			return e.model, nil
+			return e.model, e.gen, e.err
 		case <-ctx.Done():
-			return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Learning event lifts took too long")
+			return nil, 0, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Learning event lifts took too long")
 		}
 	}
-	e = &liftEntry{eventsV: ev, demandV: dv, ready: make(chan struct{})}
-	t.lifts[asOfWeek] = e
-	t.mu.Unlock()
-	defer close(e.ready)
-	if ix.count == 0 {
-		return nil, nil
+	if bg && sl.last != nil && time.Since(sl.learnedAt) < max(minRelearn, 10*sl.took) {
+		e := sl.last
+		t.mu.Unlock()
+		return e.model, e.gen, nil
 	}
+	t.liftGen++
+	e := &liftEntry{gen: t.liftGen, ready: make(chan struct{})}
+	sl.cur = e
+	t.mu.Unlock()
+	start := time.Now()
+	model, err := f.learn(ctx, org, asOfWeek)
+	t.mu.Lock()
+	if err != nil {
+		e.err = err
+		if sl.cur == e {
+			sl.cur = nil
+		}
+	} else {
+		e.model = model
+		sl.learnedAt, sl.took = time.Now(), time.Since(start)
+		if sl.last == nil || sl.last.gen < e.gen {
+			sl.last = e
+		}
+	}
+	t.mu.Unlock()
+	close(e.ready)
+	if err != nil {
+		return nil, 0, err
+	}
+	return model, e.gen, nil
+}
+
+// evictLifts makes room for one more as-of week, dropping the least recently used (t.mu held).
+func (t *tenantForecasts) evictLifts() {
+	if len(t.lifts) < maxLiftModels {
+		return
+	}
+	var oldest int64
+	var found bool
+	for k, sl := range t.lifts {
+		if sl.cur != nil && !sl.cur.done() {
+			continue // being learned: its callers are waiting for it
+		}
+		if !found || sl.used < t.lifts[oldest].used {
+			oldest, found = k, true
+		}
+	}
+	if found {
+		delete(t.lifts, oldest)
+	}
+}
+
+// learn learns the lift model of asOfWeek: every series with history and events, the events
+// that start before the week.
+func (f *forecaster) learn(ctx context.Context, org string, asOfWeek time.Time) (*forecast.LiftModel, error) {
 	start := time.Now()
 	keys, err := f.seriesKeys(ctx, org, "", "", supplyplan.ChannelAll)
 	if err != nil {
-		t.mu.Lock()
-		delete(t.lifts, asOfWeek)
-		t.mu.Unlock()
+		return nil, err
+	}
+	evs, err := f.eventsOf(ctx, org, keys)
+	if err != nil {
 		return nil, err
 	}
 	var withEvents []supplyplan.DemandKey
-	for _, k := range keys {
-		if len(ix.all) > 0 || len(ix.byProduct[k.SKU]) > 0 || len(ix.byLocation[k.Location]) > 0 {
+	var occs [][]forecast.EventOccurrence
+	for i, k := range keys {
+		if o := occurrences(evs[i], asOfWeek); len(o) > 0 {
 			withEvents = append(withEvents, k)
+			occs = append(occs, o)
 		}
+	}
+	evs = nil
+	if len(withEvents) == 0 { // an empty model: learned events get their type's prior
+		return forecast.LearnLifts(nil, forecast.LiftOptions{}), nil
 	}
 	hist, err := f.sys.cfg.Demand.SeriesBatch(ctx, org, withEvents, time.Time{}, asOfWeek.Add(-time.Nanosecond))
 	if err != nil {
-		t.mu.Lock()
-		delete(t.lifts, asOfWeek)
-		t.mu.Unlock()
 		return nil, fmt.Errorf("read history for lifts: %w", err)
 	}
 	histories := make([]forecast.SeriesHistory, 0, len(withEvents))
-	for _, k := range withEvents {
-		weeks := hist[k]
-		if len(weeks) == 0 {
-			continue
+	for i, k := range withEvents {
+		if weeks := hist[k]; len(weeks) > 0 {
+			histories = append(histories, forecast.SeriesHistory{Series: forecast.FromWeekValues(seriesKey(k), weeks), Events: occs[i]})
 		}
-		histories = append(histories, forecast.SeriesHistory{Series: forecast.FromWeekValues(seriesKey(k), weeks), Events: ix.forSeries(k.SKU, k.Location)})
 	}
-	e.model = forecast.LearnLifts(histories, forecast.LiftOptions{})
+	model := forecast.LearnLifts(histories, forecast.LiftOptions{})
 	f.sys.log.Debug("learned event lifts", "org", org, "series", len(histories), "asOf", asOfWeek, "took", time.Since(start))
-	return e.model, nil
+	return model, nil
 }
 
 func seriesKey(k supplyplan.DemandKey) forecast.SeriesKey {
@@ -282,60 +521,80 @@ func seriesKey(k supplyplan.DemandKey) forecast.SeriesKey {
 }
 
 // run forecasts keys (history before asOf's week; the first forecast week is asOf's week).
-func (f *forecaster) run(ctx context.Context, org string, keys []supplyplan.DemandKey, opt forecast.Options, asOf time.Time) ([]seriesResult, *eventIndex, error) {
+func (f *forecaster) run(ctx context.Context, org string, keys []supplyplan.DemandKey, opt forecast.Options, asOf time.Time) ([]seriesResult, error) {
 	return f.runWith(ctx, org, keys, opt, asOf, false)
 }
 
-// runWith is run, optionally without any event (the pure statistical forecast).
-func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.DemandKey, opt forecast.Options, asOf time.Time, noEvents bool) ([]seriesResult, *eventIndex, error) {
+// runWith is run, optionally without any event (the pure statistical forecast). A week's
+// forecast does not depend on the horizon asked for: the engine selects and fits the same way
+// for every horizon, and the result is computed at computeHorizon(opt.Horizon) and truncated.
+func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.DemandKey, opt forecast.Options, asOf time.Time, noEvents bool) ([]seriesResult, error) {
 	if err := opt.Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if asOf.IsZero() {
 		asOf = time.Now()
 	}
 	asOfWeek := supplyplan.WeekStart(asOf)
-	ix, ev, dv, err := f.index(ctx, org)
-	if err != nil {
-		return nil, nil, err
-	}
+	want := opt.Horizon
+	opt.Horizon = computeHorizon(want)
 	t := f.tenant(org)
+	t.mu.Lock()
+	stamp := t.clock
+	t.mu.Unlock()
+
+	ckeys := make([]cacheKey, len(keys))
+	for i, k := range keys {
+		ckeys[i] = cacheKey{org: org, key: k, asOf: asOfWeek.Unix(), horizon: opt.Horizon, interval: opt.Interval,
+			model: opt.Model, point: opt.Point, transform: opt.Transform, noEvents: noEvents}
+	}
 	out := make([]seriesResult, len(keys))
+	bg := isBackground(ctx)
+	cached := f.cache.get(ckeys)
 	var miss []int
 	t.mu.Lock()
-	for i, k := range keys {
-		ck := cacheKey{key: k, asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point, transform: opt.Transform, noEvents: noEvents}
-		if c, ok := t.cache[ck]; ok && c.eventsV == ev && c.demandV == dv {
-			out[i] = c.res
+	for i, c := range cached {
+		if c != nil && t.stampOf(keys[i]) <= c.stamp && (c.liftGen == 0 || t.liftsCurrent(c.k.asOf, c.liftGen, bg)) {
+			out[i] = c.res.truncated(want)
 		} else {
 			miss = append(miss, i)
 		}
 	}
 	t.mu.Unlock()
 	if len(miss) == 0 {
-		return out, ix, nil
+		return out, nil
 	}
-	var lifts *forecast.LiftModel
-	if !noEvents {
-		if lifts, err = f.liftModel(ctx, org, asOfWeek, ix, ev, dv); err != nil {
-			return nil, nil, err
-		}
-	}
+
 	missKeys := make([]supplyplan.DemandKey, len(miss))
 	for j, i := range miss {
 		missKeys[j] = keys[i]
 	}
+	var events [][]*supplyplan.ExternalEvent
+	var lifts *forecast.LiftModel
+	var liftGen uint64
+	if !noEvents {
+		var err error
+		if events, err = f.eventsOf(ctx, org, missKeys); err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(events, hasLearned) {
+			if lifts, liftGen, err = f.liftModel(ctx, org, asOfWeek); err != nil {
+				return nil, err
+			}
+		}
+	}
 	hist, err := f.sys.cfg.Demand.SeriesBatch(ctx, org, missKeys, time.Time{}, asOfWeek.Add(-time.Nanosecond))
 	if err != nil {
-		return nil, nil, fmt.Errorf("read demand history: %w", err)
+		return nil, fmt.Errorf("read demand history: %w", err)
 	}
 	jobs := make([]forecast.Job, 0, len(miss))
 	jobOf := make([]int, 0, len(miss))
-	for _, i := range miss {
+	full := make([]seriesResult, len(miss))
+	for j, i := range miss {
 		k := keys[i]
 		weeks := hist[k]
 		if len(weeks) == 0 {
-			out[i] = seriesResult{NoHistory: true}
+			full[j] = seriesResult{NoHistory: true}
 			continue
 		}
 		s := forecast.FromWeekValues(seriesKey(k), weeks)
@@ -347,50 +606,50 @@ func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.
 				s.Stockout = append(s.Stockout, false)
 			}
 		}
-		var events []forecast.EventOccurrence
-		if !noEvents {
-			events = ix.forSeries(k.SKU, k.Location)
+		var occ []forecast.EventOccurrence
+		if events != nil {
+			occ = occurrences(events[j], time.Time{})
 		}
-		jobs = append(jobs, forecast.Job{Series: s, Events: events})
-		jobOf = append(jobOf, i)
-		out[i].HistoryWeeks = len(weeks)
+		jobs = append(jobs, forecast.Job{Series: s, Events: occ})
+		jobOf = append(jobOf, j)
+		full[j].HistoryWeeks = len(weeks)
 	}
 	var results []forecast.Result
 	var errs []error
 	if isBackground(ctx) {
-		// Background callers (alert evaluation) forecast on one goroutine and leave the other cores
-		// to requests.
+		// Background callers (alert evaluation, change history) forecast on one goroutine and
+		// leave the other cores to requests.
 		results, errs = make([]forecast.Result, len(jobs)), make([]error, len(jobs))
 		for j := range jobs {
 			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
+				return nil, ctx.Err()
 			}
 			results[j], errs[j] = forecast.Forecast(jobs[j].Series, jobs[j].Events, lifts, opt)
 		}
 	} else {
 		results, errs = forecast.ForecastBatch(jobs, lifts, opt)
 	}
-	for j, i := range jobOf {
-		if errs[j] != nil {
-			if supplyplan.ErrorCode(errs[j]) == supplyplan.EVALIDATION {
-				return nil, nil, errs[j]
+	for r, j := range jobOf {
+		if errs[r] != nil {
+			k := keys[miss[j]]
+			if supplyplan.ErrorCode(errs[r]) == supplyplan.EVALIDATION {
+				return nil, errs[r]
 			}
-			return nil, nil, fmt.Errorf("forecast %s at %s: %w", keys[i].SKU, keys[i].Location, errs[j])
+			return nil, fmt.Errorf("forecast %s at %s: %w", k.SKU, k.Location, errs[r])
 		}
-		out[i].Result = results[j]
+		full[j].Result = results[r]
 	}
-	t.mu.Lock()
-	if t.eventsVersion == ev && t.demandVersion == dv {
-		if len(t.cache)+len(miss) > maxCachedForecasts {
-			t.cache = map[cacheKey]cacheEntry{}
+	entries := make([]*cacheEntry, len(miss))
+	for j, i := range miss {
+		e := &cacheEntry{k: ckeys[i], stamp: stamp, res: full[j]}
+		if events != nil && hasLearned(events[j]) {
+			e.liftGen = liftGen
 		}
-		for _, i := range miss {
-			ck := cacheKey{key: keys[i], asOf: asOfWeek, horizon: opt.Horizon, interval: opt.Interval, model: opt.Model, point: opt.Point, transform: opt.Transform, noEvents: noEvents}
-			t.cache[ck] = cacheEntry{eventsV: ev, demandV: dv, res: out[i]}
-		}
+		entries[j] = e
+		out[i] = full[j].truncated(want)
 	}
-	t.mu.Unlock()
-	return out, ix, nil
+	f.cache.put(entries)
+	return out, nil
 }
 
 // ForecastSeries implements supplyplan.Forecaster (mean forecasts: what sums of demand need).
@@ -406,12 +665,13 @@ func (s *System) ForecastSeries(ctx context.Context, orgID string, key supplypla
 	return sf, nil
 }
 
-// ForecastBatch implements supplyplan.BatchForecaster; series without history are left out.
+// ForecastBatch implements supplyplan.BatchForecaster; series without history are left out. The
+// figures are those of GET /api/forecast with the service's default point (the mean).
 func (s *System) ForecastBatch(ctx context.Context, orgID string, keys []supplyplan.DemandKey, horizon int, asOf time.Time) (map[supplyplan.DemandKey]supplyplan.SeriesForecast, error) {
 	if s.cfg.Demand == nil {
 		return map[supplyplan.DemandKey]supplyplan.SeriesForecast{}, nil
 	}
-	res, _, err := s.fc.run(ctx, orgID, keys, forecast.Options{Horizon: horizon, Point: forecast.PointMean}, asOf)
+	res, err := s.fc.run(ctx, orgID, keys, forecast.Options{Horizon: horizon, Point: forecast.PointMean}, asOf)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,7 @@ package actors
 
 import (
 	"context"
-	"fmt"
-	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,69 +10,279 @@ import (
 	"github.com/supplyplan/supplyplan/analytics/forecast"
 )
 
-// eventChange is an event write whose effect on the forecast is recorded in the change history.
-type eventChange struct {
-	typ      string
-	old, new *supplyplan.ExternalEvent
-	actor    string
-	at       time.Time
-}
-
-// changeRecorder batches event changes per tenant and records their forecast effect in the
-// background, a moment after the last change (so a bulk of event writes costs one forecast run).
+// changeRecorder fills in the forecast figures of change-history entries. Every event write
+// journals its entry in the same record as the change (TenantState.EventChange); an entry whose
+// event touches its forecast weeks is written PENDING, and this recorder computes its previous
+// and new totals a moment later and writes them as an update of the same entry. At most one fill
+// runs per tenant; writes arriving meanwhile are taken by its next round, so a burst of writes
+// costs a few forecast runs, not one per write. Entries still pending at shutdown (or at a
+// crash) are filled after the next start.
 type changeRecorder struct {
 	sys     *System
 	mu      sync.Mutex
-	pending map[string][]eventChange
-	timers  map[string]*time.Timer
+	running map[string]bool
+	again   map[string]bool
 	wg      sync.WaitGroup
 	closed  bool
-	delay   time.Duration
+	stop    chan struct{}
+	delay   time.Duration // gathers a burst of writes into one round
+	retry   time.Duration // wait after a failed round
 }
 
-// maxChangeSeries bounds the series one change entry forecasts.
-const maxChangeSeries = 200
+// Bounds of one fill round.
+const (
+	maxChangeSeries = 200 // series one entry forecasts (the first ones of its scope, by id)
+	changeBatch     = 256 // entries computed per transaction
+)
 
 func newChangeRecorder(sys *System) *changeRecorder {
-	return &changeRecorder{sys: sys, pending: map[string][]eventChange{}, timers: map[string]*time.Timer{}, delay: 500 * time.Millisecond}
+	return &changeRecorder{sys: sys, running: map[string]bool{}, again: map[string]bool{}, stop: make(chan struct{}),
+		delay: 200 * time.Millisecond, retry: 5 * time.Second}
 }
 
-func (c *changeRecorder) add(org string, ch eventChange) {
+// schedule makes sure a fill round runs for org soon.
+func (c *changeRecorder) schedule(org string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return
 	}
-	c.pending[org] = append(c.pending[org], ch)
-	if t := c.timers[org]; t != nil {
-		t.Reset(c.delay)
+	if c.running[org] {
+		c.again[org] = true
 		return
 	}
+	c.running[org] = true
 	c.wg.Add(1)
-	c.timers[org] = time.AfterFunc(c.delay, func() {
-		defer c.wg.Done()
-		c.mu.Lock()
-		batch := c.pending[org]
-		delete(c.pending, org)
-		delete(c.timers, org)
-		c.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if err := c.record(ctx, org, batch); err != nil {
-			c.sys.log.Warn("forecast change history not recorded", "org", org, "changes", len(batch), "err", err)
-		}
-	})
+	go c.loop(org)
 }
 
-// close records what is pending now and waits.
+func (c *changeRecorder) loop(org string) {
+	defer c.wg.Done()
+	ctx, cancel := context.WithCancel(background(context.Background()))
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	wait := c.delay
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		c.mu.Lock()
+		c.again[org] = false
+		c.mu.Unlock()
+		wait = c.delay
+		if err := c.fill(ctx, org); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.sys.log.Warn("forecast change history: figures not computed yet", "org", org, "err", err)
+			wait = c.retry
+			c.mu.Lock()
+			c.again[org] = true
+			c.mu.Unlock()
+		}
+		c.mu.Lock()
+		if !c.again[org] || c.closed {
+			delete(c.running, org)
+			delete(c.again, org)
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+	}
+}
+
+// close stops the rounds in progress and waits for them; pending entries stay pending in the
+// journal.
 func (c *changeRecorder) close() {
 	c.mu.Lock()
-	c.closed = true
-	for _, t := range c.timers {
-		t.Reset(0)
+	if c.closed {
+		c.mu.Unlock()
+		return
 	}
+	c.closed = true
+	close(c.stop)
 	c.mu.Unlock()
 	c.wg.Wait()
+}
+
+// fill computes and writes the figures of every pending entry of org, oldest first.
+func (c *changeRecorder) fill(ctx context.Context, org string) error {
+	s := c.sys
+	for {
+		batch, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) ([]supplyplan.ChangeEntry, []supplyplan.Record, error) {
+			return st.PendingChanges(changeBatch), nil, nil
+		})
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		var keys *scopeKeys
+		if s.cfg.Demand != nil {
+			all, err := s.fc.seriesKeys(ctx, org, "", "", supplyplan.ChannelAll)
+			if err != nil {
+				return err
+			}
+			keys = newScopeKeys(all)
+		}
+		for i := range batch {
+			if err := c.effect(ctx, org, &batch[i], keys); err != nil {
+				return err
+			}
+		}
+		if _, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+			var recs []supplyplan.Record
+			for _, e := range batch {
+				recs = append(recs, st.CompleteChange(e)...)
+			}
+			return struct{}{}, recs, nil
+		}); err != nil {
+			return err
+		}
+		if len(batch) < changeBatch {
+			return nil
+		}
+	}
+}
+
+// effect sets the figures of a pending event entry: over the entry's forecast weeks (as of the
+// week it was written) and the series the event touches, the forecast total with the event as it
+// was before the change (previousTotal) and as it is after it (newTotal), every other event as
+// it is now.
+func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.ChangeEntry, scopes *scopeKeys) error {
+	s := c.sys
+	now := supplyplan.Now()
+	e.UpdatedAt = &now
+	old, new := e.Pending.Old, e.Pending.New
+	e.Pending = nil
+	ref := new
+	if ref == nil {
+		ref = old
+	}
+	if scopes == nil {
+		e.EffectStatus = supplyplan.EffectNoHistory
+		zero := supplyplan.Quantity(0)
+		e.Delta = &zero
+		return nil
+	}
+	keys := scopes.of(ref.ProductMasterID, ref.LocationID)
+	if old != nil && new != nil && (old.ProductMasterID != new.ProductMasterID || old.LocationID != new.LocationID) {
+		more := scopes.of(old.ProductMasterID, old.LocationID)
+		seen := map[supplyplan.DemandKey]bool{}
+		for _, k := range keys {
+			seen[k] = true
+		}
+		for _, k := range more {
+			if !seen[k] {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) > maxChangeSeries {
+		keys = keys[:maxChangeSeries]
+	}
+	res, err := s.fc.run(ctx, org, keys, forecast.Options{Horizon: supplyplan.ChangeHorizonWeeks, Point: forecast.PointMean}, e.CreatedAt)
+	if err != nil {
+		return err
+	}
+	var lifts *forecast.LiftModel
+	if learned := func(x *supplyplan.ExternalEvent) bool { return x != nil && (x.Value == nil || x.Value.LiftPct == nil) }; learned(old) || learned(new) {
+		if lifts, _, err = s.fc.liftModel(ctx, org, supplyplan.WeekStart(e.CreatedAt)); err != nil {
+			return err
+		}
+	}
+	var before, after float64
+	counted := 0
+	for i, k := range keys {
+		if res[i].NoHistory {
+			continue
+		}
+		counted++
+		for _, pd := range res[i].Result.Periods {
+			var others stack
+			for _, a := range pd.Events {
+				if a.ID != ref.ID {
+					others.push(a.LiftPct, a.Weight, a.Additive)
+				}
+			}
+			b, a := others, others
+			pushVersion(&b, old, k, pd.WeekStart, lifts)
+			pushVersion(&a, new, k, pd.WeekStart, lifts)
+			before += pd.Baseline * b.value()
+			after += pd.Baseline * a.value()
+		}
+	}
+	if counted == 0 {
+		e.EffectStatus = supplyplan.EffectNoHistory
+		zero := supplyplan.Quantity(0)
+		e.Delta = &zero
+		return nil
+	}
+	e.EffectStatus = supplyplan.EffectComputed
+	e.SeriesCount = counted
+	e.SetTotals(&before, &after)
+	return nil
+}
+
+// scopeKeys files a tenant's series (channel ALL) by product and location, for one fill round.
+type scopeKeys struct {
+	all        []supplyplan.DemandKey
+	byProduct  map[string][]supplyplan.DemandKey
+	byLocation map[string][]supplyplan.DemandKey
+}
+
+func newScopeKeys(all []supplyplan.DemandKey) *scopeKeys {
+	sk := &scopeKeys{all: all, byProduct: map[string][]supplyplan.DemandKey{}, byLocation: map[string][]supplyplan.DemandKey{}}
+	for _, k := range all {
+		sk.byProduct[k.SKU] = append(sk.byProduct[k.SKU], k)
+		sk.byLocation[k.Location] = append(sk.byLocation[k.Location], k)
+	}
+	return sk
+}
+
+// of returns the series an event scope covers (a new slice), sorted as seriesKeys sorts them.
+func (sk *scopeKeys) of(product, location string) []supplyplan.DemandKey {
+	switch {
+	case product != "" && location != "":
+		var out []supplyplan.DemandKey
+		for _, k := range sk.byProduct[product] {
+			if k.Location == location {
+				out = append(out, k)
+			}
+		}
+		return out
+	case product != "":
+		return slices.Clone(sk.byProduct[product])
+	case location != "":
+		return slices.Clone(sk.byLocation[location])
+	}
+	return slices.Clone(sk.all)
+}
+
+// pushVersion adds an event version's part of week ws of series k to st (nothing when it does not
+// apply): its given lift, or the one learned for the series.
+func pushVersion(st *stack, e *supplyplan.ExternalEvent, k supplyplan.DemandKey, ws time.Time, lifts *forecast.LiftModel) {
+	if e == nil || !e.AppliesTo(k.SKU, k.Location) {
+		return
+	}
+	w := eventWeight(e, ws)
+	if w <= 0 {
+		return
+	}
+	lift := 0.0
+	if e.Value != nil && e.Value.LiftPct != nil {
+		lift = *e.Value.LiftPct
+	} else if lifts != nil {
+		occ := forecast.FromExternalEvent(*e)
+		lift = lifts.Estimate(&occ, seriesKey(k)).LiftPct
+	}
+	st.push(lift, w, e.Stacking() == supplyplan.StackAdditive)
 }
 
 // eventWeight is an event's share of week ws: overlapping days / 7 × intensity (as the engine).
@@ -93,122 +302,4 @@ func eventWeight(e *supplyplan.ExternalEvent, ws time.Time) float64 {
 		w *= min(max(*e.Value.Intensity, 0), 1)
 	}
 	return w
-}
-
-// record computes, for each change, the 13-week forecast total of the series the event touches now
-// and as it was (without the new version of the event, with the old one), and journals an entry
-// for every change that moved a forecast.
-func (c *changeRecorder) record(ctx context.Context, org string, batch []eventChange) error {
-	s := c.sys
-	if s.cfg.Demand == nil {
-		return nil
-	}
-	const horizon = supplyplan.DefaultHorizonWeeks
-	opt := forecast.Options{Horizon: horizon, Point: forecast.PointMean}
-	var entries []supplyplan.ChangeEntry
-	for _, ch := range batch {
-		ref := ch.new
-		if ref == nil {
-			ref = ch.old
-		}
-		keys, err := s.fc.seriesKeys(ctx, org, ref.ProductMasterID, ref.LocationID, supplyplan.ChannelAll)
-		if err != nil {
-			return err
-		}
-		if ch.old != nil && ch.new != nil && (ch.old.ProductMasterID != ch.new.ProductMasterID || ch.old.LocationID != ch.new.LocationID) {
-			more, err := s.fc.seriesKeys(ctx, org, ch.old.ProductMasterID, ch.old.LocationID, supplyplan.ChannelAll)
-			if err != nil {
-				return err
-			}
-			keys = append(keys, more...)
-		}
-		if len(keys) > maxChangeSeries {
-			keys = keys[:maxChangeSeries]
-		}
-		res, _, err := s.fc.run(ctx, org, keys, opt, time.Time{})
-		if err != nil {
-			return err
-		}
-		ix, ev, dv, err := s.fc.index(ctx, org)
-		if err != nil {
-			return err
-		}
-		lifts, err := s.fc.liftModel(ctx, org, supplyplan.WeekStart(time.Now()), ix, ev, dv)
-		if err != nil {
-			return err
-		}
-		var now, before float64
-		counted := 0
-		for i, k := range keys {
-			if res[i].NoHistory {
-				continue
-			}
-			counted++
-			for _, pd := range res[i].Result.Periods {
-				now += pd.Quantity
-				// The week as it was: drop the event's current part, add its old one.
-				add, mul := 0.0, 1.0
-				for _, e := range pd.Events {
-					if e.ID == ref.ID {
-						continue
-					}
-					if x, ok := ix.byID[e.ID]; ok && x.Stacking() == supplyplan.StackAdditive {
-						add += e.Weight * e.LiftPct
-					} else {
-						mul *= 1 + e.Weight*e.LiftPct
-					}
-				}
-				if old := ch.old; old != nil && old.AppliesTo(k.SKU, k.Location) {
-					if w := eventWeight(old, pd.WeekStart); w > 0 {
-						lift := 0.0
-						if old.Value != nil && old.Value.LiftPct != nil {
-							lift = *old.Value.LiftPct
-						} else if lifts != nil {
-							occ := forecast.FromExternalEvent(*old)
-							lift = lifts.Estimate(&occ, seriesKey(k)).LiftPct
-						}
-						if old.Stacking() == supplyplan.StackAdditive {
-							add += w * lift
-						} else {
-							mul *= 1 + w*lift
-						}
-					}
-				}
-				m := math.Max((1+add)*mul, 0.01)
-				if pd.Multiplier > 0 {
-					before += pd.Quantity * m / pd.Multiplier
-				} else {
-					before += pd.Baseline * m
-				}
-			}
-		}
-		if counted == 0 || math.Abs(now-before) < 0.005 {
-			continue
-		}
-		prev, next := round2(before), round2(now)
-		e := supplyplan.NewChange(ch.typ, ch.actor, fmt.Sprintf("event %q (%s) %s", ref.Name, ref.Type, changeVerb(ch.typ)), &prev, &next, ch.at)
-		e.EventID, e.ProductMasterID, e.LocationID, e.HorizonWeeks, e.SeriesCount = ref.ID, ref.ProductMasterID, ref.LocationID, horizon, counted
-		entries = append(entries, e)
-	}
-	if len(entries) == 0 {
-		return nil
-	}
-	_, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
-		var recs []supplyplan.Record
-		for _, e := range entries {
-			recs = append(recs, st.AddChange(e)...)
-		}
-		return struct{}{}, recs, nil
-	})
-	return err
-}
-
-func changeVerb(typ string) string {
-	switch typ {
-	case supplyplan.ChangeEventCreated:
-		return "created"
-	case supplyplan.ChangeEventUpdated:
-		return "updated"
-	}
-	return "deleted"
 }

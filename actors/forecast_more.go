@@ -19,7 +19,7 @@ import (
 func (s *System) totalSeries(ctx context.Context, org, product, location string, opt forecast.Options) (forecast.Result, bool, error) {
 	if product != "" && location != "" {
 		k := supplyplan.DemandKey{SKU: product, Location: location, Channel: supplyplan.ChannelAll}
-		res, _, err := s.fc.run(ctx, org, []supplyplan.DemandKey{k}, opt, time.Time{})
+		res, err := s.fc.run(ctx, org, []supplyplan.DemandKey{k}, opt, time.Time{})
 		if err != nil {
 			return forecast.Result{}, false, err
 		}
@@ -44,24 +44,17 @@ func (s *System) totalSeries(ctx context.Context, org, product, location string,
 		weeks[i] = supplyplan.WeekValue{Week: g.Week, Actual: g.Actual}
 	}
 	slices.SortFunc(weeks, func(a, b supplyplan.WeekValue) int { return a.Week.Compare(b.Week) })
-	ix, ev, dv, err := s.fc.index(ctx, org)
+	// The org-wide (and global) events, and those of the product or the location alone.
+	evs, err := s.fc.eventsOf(ctx, org, []supplyplan.DemandKey{{SKU: product, Location: location}})
 	if err != nil {
 		return forecast.Result{}, false, err
 	}
-	events := slices.Clone(ix.all)
-	if product != "" && location == "" {
-		for _, e := range ix.byProduct[product] {
-			if e.LocationID == "" {
-				events = append(events, e)
-			}
+	events := occurrences(evs[0], time.Time{})
+	var lifts *forecast.LiftModel
+	if hasLearned(evs[0]) {
+		if lifts, _, err = s.fc.liftModel(ctx, org, supplyplan.WeekStart(time.Now())); err != nil {
+			return forecast.Result{}, false, err
 		}
-	}
-	if location != "" && product == "" {
-		events = append(events, ix.byLocation[location]...)
-	}
-	lifts, err := s.fc.liftModel(ctx, org, supplyplan.WeekStart(time.Now()), ix, ev, dv)
-	if err != nil {
-		return forecast.Result{}, false, err
 	}
 	series := forecast.FromWeekValues(forecast.SeriesKey{ID: "total", ProductID: product, LocationID: location}, weeks)
 	for end := series.Start.Add(time.Duration(len(series.Values)) * week); end.Before(supplyplan.WeekStart(time.Now())); end = end.Add(week) {
@@ -128,8 +121,8 @@ func (s *System) ChannelProjection(ctx context.Context, p supplyplan.Principal, 
 	}
 	slices.SortFunc(hist, func(a, b forecast.ChannelHistory) int { return cmp.Compare(a.Channel, b.Channel) })
 	for _, pd := range res.Periods {
-		out.Total = append(out.Total, supplyplan.WeekTotal{WeekStarting: supplyplan.Date(pd.WeekStart), Baseline: round2(pd.Baseline),
-			Quantity: round2(pd.Quantity), Lower: round2(pd.Lower), Upper: round2(pd.Upper)})
+		out.Total = append(out.Total, supplyplan.WeekTotal{WeekStarting: supplyplan.Date(pd.WeekStart), Baseline: supplyplan.Quantity(pd.Baseline),
+			Quantity: supplyplan.Quantity(pd.Quantity), Lower: supplyplan.Quantity(pd.Lower), Upper: supplyplan.Quantity(pd.Upper)})
 	}
 	if len(hist) == 0 {
 		return out, nil
@@ -147,10 +140,9 @@ func (s *System) ChannelProjection(ctx context.Context, p supplyplan.Principal, 
 				share = shareOf[cf.Channel][i]
 			}
 			cs.Periods = append(cs.Periods, supplyplan.ChannelProjWeek{WeekStarting: supplyplan.Date(pd.WeekStart), Share: round4(share),
-				Quantity: round2(pd.Quantity), Lower: round2(pd.Lower), Upper: round2(pd.Upper)})
-			cs.Total += pd.Quantity
+				Quantity: supplyplan.Quantity(pd.Quantity), Lower: supplyplan.Quantity(pd.Lower), Upper: supplyplan.Quantity(pd.Upper)})
+			cs.Total += supplyplan.Quantity(pd.Quantity)
 		}
-		cs.Total = round2(cs.Total)
 		out.Channels = append(out.Channels, cs)
 	}
 	return out, nil
@@ -184,9 +176,18 @@ func (s *System) LongTerm(ctx context.Context, p supplyplan.Principal, productRe
 	if err != nil {
 		return supplyplan.LongTermForecast{}, err
 	}
+	// The horizon covers the current month and the months-1 after it; quarters are whole: from the
+	// current quarter to the one holding the horizon's last month. The current month or quarter is
+	// partial (its past days are history).
 	now := time.Now().UTC()
-	endMonth := time.Date(now.Year(), now.Month()+time.Month(months)+1, 1, 0, 0, 0, 0, time.UTC)
-	weeks := int(math.Ceil(endMonth.Sub(supplyplan.WeekStart(now)).Hours()/(24*7))) + 1
+	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	last := first.AddDate(0, months-1, 0)
+	end := last.AddDate(0, 1, 0)
+	if granularity == "QUARTER" {
+		first = quarterStart(first)
+		end = quarterStart(last).AddDate(0, 3, 0)
+	}
+	weeks := int(math.Ceil(end.Sub(supplyplan.WeekStart(now)).Hours() / (24 * 7)))
 	out := supplyplan.LongTermForecast{ProductMasterID: product, LocationID: location, HorizonMonths: months, Granularity: granularity,
 		Interval: interval, Buckets: []supplyplan.LongTermBucket{}, GeneratedAt: supplyplan.Now()}
 	res, ok, err := s.totalSeries(ctx, p.OrgID, product, location, forecast.Options{Horizon: weeks, Interval: interval, Point: forecast.PointMean})
@@ -199,24 +200,24 @@ func (s *System) LongTerm(ctx context.Context, p supplyplan.Principal, productRe
 	if err != nil {
 		return out, err
 	}
-	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	count := 0
 	for _, b := range buckets {
-		if b.Start.Before(first) {
-			continue // the current month's first days are history
-		}
-		if granularity == "MONTH" && count >= months || granularity == "QUARTER" && !b.Start.Before(endMonth) {
-			break
+		if b.Start.Before(first) || !b.Start.Before(end) {
+			continue // the days of the forecast's first week that fall in the previous month or quarter
 		}
 		label := b.Start.Format("2006-01")
 		if granularity == "QUARTER" {
 			label = fmt.Sprintf("%d-Q%d", b.Start.Year(), (int(b.Start.Month())-1)/3+1)
 		}
 		out.Buckets = append(out.Buckets, supplyplan.LongTermBucket{Period: label, Start: supplyplan.Date(b.Start), End: supplyplan.Date(b.End),
-			Baseline: round2(b.Baseline), Quantity: round2(b.Quantity), Lower: round2(b.Lower), Upper: round2(b.Upper), Partial: b.Partial})
-		count++
+			Baseline: supplyplan.Quantity(b.Baseline), Quantity: supplyplan.Quantity(b.Quantity), Lower: supplyplan.Quantity(b.Lower),
+			Upper: supplyplan.Quantity(b.Upper), Partial: b.Partial})
 	}
 	return out, nil
+}
+
+// quarterStart is the first day of t's quarter.
+func quarterStart(t time.Time) time.Time {
+	return time.Date(t.Year(), time.Month((int(t.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC)
 }
 
 // accPair is one forecast week scored against its actual.
@@ -380,7 +381,7 @@ func metrics(pairs []accPair, groupOf func(accPair) string) map[string]supplypla
 	}
 	out := make(map[string]supplyplan.AccuracyMetrics, len(by))
 	for g, a := range by {
-		m := supplyplan.AccuracyMetrics{Points: a.n, Actual: round2(a.act), Forecast: round2(a.fc)}
+		m := supplyplan.AccuracyMetrics{Points: a.n, Actual: supplyplan.Quantity(a.act), Forecast: supplyplan.Quantity(a.fc)}
 		if a.absAct > 0 {
 			w, b := round4(a.absErr/a.absAct), round4(a.err/a.absAct)
 			m.WAPE, m.Bias = &w, &b
@@ -416,13 +417,13 @@ func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID 
 		keys = keys[:maxLiftSeries]
 	}
 	rep.SeriesCount = len(keys)
-	ix, evV, dv, err := s.fc.index(ctx, p.OrgID)
+	evs, err := s.fc.eventsOf(ctx, p.OrgID, keys)
 	if err != nil {
 		return rep, err
 	}
 	start := supplyplan.WeekStart(ev.StartsAt)
 	// Lifts learned on the history before the event, for a clean comparison.
-	lifts, err := s.fc.liftModel(ctx, p.OrgID, start, ix, evV, dv)
+	lifts, _, err := s.fc.liftModel(ctx, p.OrgID, start)
 	if err != nil {
 		return rep, err
 	}
@@ -449,13 +450,13 @@ func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID 
 	}
 	byWeek := map[time.Time]*supplyplan.EventLiftWeek{}
 	var base, planned, actual, plannedLift, nLift float64
-	for _, k := range keys {
+	for i, k := range keys {
 		weeks := hist[k]
 		if len(weeks) == 0 {
 			continue
 		}
 		series := forecast.FromWeekValues(seriesKey(k), weeks)
-		lr, err := forecast.RealisedLift(series, ev.ID, ix.forSeries(k.SKU, k.Location), lifts, forecast.Options{Point: forecast.PointMean})
+		lr, err := forecast.RealisedLift(series, ev.ID, occurrences(evs[i], time.Time{}), lifts, forecast.Options{Point: forecast.PointMean})
 		if err != nil {
 			if c := supplyplan.ErrorCode(err); c == supplyplan.ENOTFOUND || c == supplyplan.EVALIDATION {
 				continue
@@ -470,9 +471,9 @@ func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID 
 				x = &supplyplan.EventLiftWeek{WeekStarting: supplyplan.Date(w.WeekStart)}
 				byWeek[w.WeekStart] = x
 			}
-			x.Base += w.Base
-			x.Planned += w.Planned
-			a := w.Actual
+			x.Base += supplyplan.Quantity(w.Base)
+			x.Planned += supplyplan.Quantity(w.Planned)
+			a := supplyplan.Quantity(w.Actual)
 			if x.Actual != nil {
 				a += *x.Actual
 			}
@@ -487,11 +488,6 @@ func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID 
 		rep.PlannedLiftPct = &v
 	}
 	for _, w := range byWeek {
-		w.Base, w.Planned = round2(w.Base), round2(w.Planned)
-		if w.Actual != nil {
-			a := round2(*w.Actual)
-			w.Actual = &a
-		}
 		rep.Weeks = append(rep.Weeks, *w)
 	}
 	slices.SortFunc(rep.Weeks, func(a, b supplyplan.EventLiftWeek) int {

@@ -79,7 +79,7 @@ func forecastOptions(q supplyplan.ForecastQuery) (forecast.Options, error) {
 		fe.Add("model", "must be auto or one of %v", forecast.Models())
 	}
 	if q.Point == "" {
-		q.Point = forecast.PointMedian
+		q.Point = forecast.PointMean // the forecast of record, the same everywhere (generate, transfers, alerts, tools)
 	}
 	if !slices.Contains([]string{forecast.PointMedian, forecast.PointMean, forecast.PointMAPE}, q.Point) {
 		fe.Add("point", "must be median, mean or mape")
@@ -120,7 +120,7 @@ func (s *System) Forecast(ctx context.Context, p supplyplan.Principal, q supplyp
 			keys = all[q.Offset:min(q.Offset+q.Limit, len(all))]
 		}
 	}
-	res, ix, err := s.fc.runWith(ctx, p.OrgID, keys, opt, q.AsOf, q.NoEvents)
+	res, err := s.fc.runWith(ctx, p.OrgID, keys, opt, q.AsOf, q.NoEvents)
 	if err != nil {
 		return supplyplan.ForecastResponse{}, err
 	}
@@ -139,7 +139,7 @@ func (s *System) Forecast(ctx context.Context, p supplyplan.Principal, q supplyp
 		if err != nil {
 			return out, err
 		}
-		out.Forecasts = append(out.Forecasts, seriesView(k, res[i], view, ix, chFactor, opt.Horizon, asOf))
+		out.Forecasts = append(out.Forecasts, seriesView(k, res[i], view, chFactor, opt.Horizon, asOf))
 	}
 	return out, nil
 }
@@ -176,7 +176,7 @@ func (s *System) channelFactor(ctx context.Context, org string, k supplyplan.Dem
 
 // seriesView renders one series' forecast with the scenario applied, in the documented order:
 // baseline -> events (those the scenario includes) -> category lift -> channel lift -> global lift.
-func seriesView(k supplyplan.DemandKey, r seriesResult, view scenarioView, ix *eventIndex, chFactor float64, horizon int, asOf time.Time) supplyplan.SeriesForecastView {
+func seriesView(k supplyplan.DemandKey, r seriesResult, view scenarioView, chFactor float64, horizon int, asOf time.Time) supplyplan.SeriesForecastView {
 	v := supplyplan.SeriesForecastView{ProductMasterID: k.SKU, LocationID: k.Location, Channel: k.Channel, HistoryWeeks: r.HistoryWeeks}
 	if r.NoHistory {
 		v.Model = "none"
@@ -189,7 +189,8 @@ func seriesView(k supplyplan.DemandKey, r seriesResult, view scenarioView, ix *e
 	res := r.Result
 	v.Model, v.Class = res.Model, string(res.Class.Class)
 	a := res.Accuracy
-	v.Accuracy = supplyplan.ForecastAccuracy{WAPE: a.WAPE, MASE: a.MASE, Bias: a.Bias, SMAPE: a.SMAPE, MAPE: a.MAPE, Window: a.Window, Points: a.Points}
+	v.Accuracy = supplyplan.ForecastAccuracy{WAPE: ratioPtr(a.WAPE), MASE: ratioPtr(a.MASE), Bias: ratioPtr(a.Bias), SMAPE: ratioPtr(a.SMAPE),
+		MAPE: ratioPtr(a.MAPE), Window: a.Window, Points: a.Points}
 	sc := view.scenario
 	factor := chFactor
 	var included map[string]bool
@@ -213,22 +214,18 @@ func seriesView(k supplyplan.DemandKey, r seriesResult, view scenarioView, ix *e
 		}
 	}
 	for _, pd := range res.Periods {
-		period := supplyplan.ForecastPeriod{WeekStarting: supplyplan.Date(pd.WeekStart), Baseline: round2(pd.Baseline),
+		period := supplyplan.ForecastPeriod{WeekStarting: supplyplan.Date(pd.WeekStart), Baseline: supplyplan.Quantity(pd.Baseline),
 			Events: make([]supplyplan.PeriodEvent, 0, len(pd.Events))}
-		mult := pd.Multiplier
-		if included != nil {
-			mult = stackedMultiplier(pd.Events, included, ix)
-		}
 		scale := factor
-		if pd.Multiplier > 0 {
-			scale *= mult / pd.Multiplier
+		if included != nil && pd.Multiplier > 0 {
+			scale *= stackedMultiplier(pd.Events, included) / pd.Multiplier
 		}
-		period.Quantity = round2(pd.Quantity * scale)
-		period.Lower = round2(pd.Lower * scale)
-		period.Upper = round2(pd.Upper * scale)
+		period.Quantity = supplyplan.Quantity(pd.Quantity * scale)
+		period.Lower = supplyplan.Quantity(pd.Lower * scale)
+		period.Upper = supplyplan.Quantity(pd.Upper * scale)
 		for _, e := range pd.Events {
 			period.Events = append(period.Events, supplyplan.PeriodEvent{ID: e.ID, Type: e.Type, Mechanic: e.Mechanic,
-				LiftPct: round4(e.LiftPct), Weight: round4(e.Weight), Learned: e.Learned, Level: e.Level,
+				LiftPct: supplyplan.RoundRatio(e.LiftPct), Weight: supplyplan.RoundRatio(e.Weight), Learned: e.Learned, Level: e.Level,
 				Included: included == nil || included[e.ID]})
 		}
 		v.Periods = append(v.Periods, period)
@@ -238,23 +235,48 @@ func seriesView(k supplyplan.DemandKey, r seriesResult, view scenarioView, ix *e
 
 // stackedMultiplier recomputes a week's event multiplier from the included events only, with the
 // engine's stacking rule: (1 + Σ additive w·lift) × Π (1 + w·lift), floored at 0.01.
-func stackedMultiplier(events []forecast.AppliedEvent, included map[string]bool, ix *eventIndex) float64 {
-	add, mul := 0.0, 1.0
+func stackedMultiplier(events []forecast.AppliedEvent, included map[string]bool) float64 {
+	var st stack
 	for _, e := range events {
-		if !included[e.ID] {
-			continue
-		}
-		if ev, ok := ix.byID[e.ID]; ok && ev.Stacking() == supplyplan.StackAdditive {
-			add += e.Weight * e.LiftPct
-		} else {
-			mul *= 1 + e.Weight*e.LiftPct
+		if included[e.ID] {
+			st.push(e.LiftPct, e.Weight, e.Additive)
 		}
 	}
-	return math.Max((1+add)*mul, 0.01)
+	return st.value()
 }
 
-func round2(v float64) float64 { return math.Round(v*100) / 100 }
-func round4(v float64) float64 { return math.Round(v*10000) / 10000 }
+// stack adds up event lifts on one week as the engine does.
+type stack struct{ add, mul float64 }
+
+func (s *stack) push(lift, weight float64, additive bool) {
+	if s.mul == 0 {
+		s.mul = 1
+	}
+	if additive {
+		s.add += weight * lift
+	} else {
+		s.mul *= 1 + weight*lift
+	}
+}
+
+func (s *stack) value() float64 {
+	if s.mul == 0 {
+		s.mul = 1
+	}
+	return math.Max((1+s.add)*s.mul, 0.01)
+}
+
+// ratioPtr rounds a ratio to supplyplan.RatioDecimals (nil stays nil).
+func ratioPtr(v *float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	r := supplyplan.RoundRatio(*v)
+	return &r
+}
+
+func round2(v float64) float64 { return supplyplan.RoundQuantity(v) }
+func round4(v float64) float64 { return supplyplan.RoundRatio(v) }
 
 // scenarioTotals forecasts every matching series under a scenario and sums them by week.
 func (s *System) scenarioTotals(ctx context.Context, org string, sc *supplyplan.Scenario, productRefs, locations []string, horizon int, asOf time.Time) ([]supplyplan.WeekTotal, []supplyplan.VersionSeries, error) {
@@ -301,7 +323,7 @@ func (s *System) scenarioTotals(ctx context.Context, org string, sc *supplyplan.
 	if asOf.IsZero() {
 		asOf = time.Now()
 	}
-	res, ix, err := s.fc.run(ctx, org, keys, opt, asOf)
+	res, err := s.fc.run(ctx, org, keys, opt, asOf)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -319,7 +341,7 @@ func (s *System) scenarioTotals(ctx context.Context, org string, sc *supplyplan.
 		if err != nil {
 			return nil, nil, err
 		}
-		v := seriesView(k, res[i], r.view, ix, chFactor, horizon, asOf)
+		v := seriesView(k, res[i], r.view, chFactor, horizon, asOf)
 		vs := supplyplan.VersionSeries{SKU: k.SKU, Location: k.Location}
 		for w, pd := range v.Periods {
 			if w >= horizon {
@@ -329,24 +351,20 @@ func (s *System) scenarioTotals(ctx context.Context, org string, sc *supplyplan.
 			weekly[w].Baseline += pd.Baseline
 			weekly[w].Lower += pd.Lower
 			weekly[w].Upper += pd.Upper
-			vs.Quantity = append(vs.Quantity, pd.Quantity)
-			vs.Baseline = append(vs.Baseline, pd.Baseline)
+			vs.Quantity = append(vs.Quantity, round2(float64(pd.Quantity)))
+			vs.Baseline = append(vs.Baseline, round2(float64(pd.Baseline)))
 		}
 		series = append(series, vs)
-	}
-	for i := range weekly {
-		weekly[i].Quantity, weekly[i].Baseline = round2(weekly[i].Quantity), round2(weekly[i].Baseline)
-		weekly[i].Lower, weekly[i].Upper = round2(weekly[i].Lower), round2(weekly[i].Upper)
 	}
 	return weekly, series, nil
 }
 
 func sumWeekly(w []supplyplan.WeekTotal) (q, b float64) {
 	for _, x := range w {
-		q += x.Quantity
-		b += x.Baseline
+		q += float64(x.Quantity)
+		b += float64(x.Baseline)
 	}
-	return round2(q), round2(b)
+	return q, b
 }
 
 // GenerateScenario computes and stores the scenario's forecast version and returns its totals.
@@ -391,7 +409,8 @@ func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, i
 		start = asOf
 	}
 	v := supplyplan.ForecastVersion{ID: supplyplan.NewID("fv"), ScenarioID: id, GeneratedAt: now, GeneratedBy: p.Actor(),
-		Start: supplyplan.WeekStart(start), HorizonWeeks: horizon, TotalQuantity: total, TotalBaseline: base, Weekly: weekly, Series: series}
+		Start: supplyplan.WeekStart(start), HorizonWeeks: horizon, TotalQuantity: supplyplan.Quantity(round2(total)), TotalBaseline: supplyplan.Quantity(round2(base)),
+		Weekly: weekly, Series: series}
 	out, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.GenerateScenarioResult, []supplyplan.Record, error) {
 		cur, ok := st.Scenarios[id]
 		if !ok {
@@ -401,15 +420,15 @@ func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, i
 			return supplyplan.GenerateScenarioResult{}, nil, supplyplan.Conflict("Scenario is archived and cannot be generated")
 		}
 		res := supplyplan.GenerateScenarioResult{Success: true, ScenarioID: id, VersionID: v.ID, GeneratedAt: now, HorizonWeeks: horizon,
-			SeriesCount: len(series), TotalQuantity: total, TotalBaseline: base, Weekly: weekly, Status: string(cur.Status)}
+			SeriesCount: len(series), TotalQuantity: v.TotalQuantity, TotalBaseline: v.TotalBaseline, Weekly: weekly, Status: string(cur.Status)}
 		var prev *float64
 		if pv, ok := st.LatestVersion(id); ok {
-			t := pv.TotalQuantity
+			t := float64(pv.TotalQuantity)
 			prev = &t
 		}
 		next := total
-		res.PreviousTotal = prev
 		ch := supplyplan.NewChange(supplyplan.ChangeGenerate, p.Actor(), fmt.Sprintf("generated %d weeks over %d series", horizon, len(series)), prev, &next, now)
+		res.PreviousTotal = ch.PreviousTotal
 		ch.ScenarioID, ch.HorizonWeeks, ch.SeriesCount = id, horizon, len(series)
 		if len(products) == 1 {
 			ch.ProductMasterID = products[0]
@@ -462,16 +481,17 @@ func (s *System) CompareScenarios(ctx context.Context, p supplyplan.Principal, i
 		}
 		total, base := sumWeekly(weekly)
 		c := supplyplan.ScenarioComparison{ScenarioID: id, Name: sc.Name, Type: string(sc.Type), Status: string(sc.Status),
-			TotalQuantity: total, TotalBaseline: base, Weekly: weekly, WeeklyDeltaVsFirst: make([]float64, len(weekly))}
+			TotalQuantity: supplyplan.Quantity(total), TotalBaseline: supplyplan.Quantity(base), Weekly: weekly,
+			WeeklyDeltaVsFirst: make([]supplyplan.Quantity, len(weekly))}
 		if i > 0 {
 			first := out.Scenarios[0]
-			c.DeltaVsFirst = round2(total - first.TotalQuantity)
+			c.DeltaVsFirst = c.TotalQuantity - first.TotalQuantity
 			if first.TotalQuantity != 0 {
-				pct := round4(c.DeltaVsFirst / first.TotalQuantity)
+				pct := round4(float64(c.DeltaVsFirst / first.TotalQuantity))
 				c.DeltaPctVsFirst = &pct
 			}
 			for w := range weekly {
-				c.WeeklyDeltaVsFirst[w] = round2(weekly[w].Quantity - first.Weekly[w].Quantity)
+				c.WeeklyDeltaVsFirst[w] = weekly[w].Quantity - first.Weekly[w].Quantity
 			}
 		} else {
 			zero := 0.0

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/supplyplan/supplyplan"
 )
@@ -64,12 +63,12 @@ func (s *System) PublishScenario(ctx context.Context, p supplyplan.Principal, id
 				continue
 			}
 			if v, ok := st.LatestVersion(o.ID); ok && v.ID > prevID {
-				t := v.TotalQuantity
+				t := float64(v.TotalQuantity)
 				prev, prevID = &t, v.ID
 			}
 		}
 		if v, ok := st.LatestVersion(id); ok {
-			t := v.TotalQuantity
+			t := float64(v.TotalQuantity)
 			next = &t
 		}
 		reason := fmt.Sprintf("scenario %q published", sc.Name)
@@ -90,22 +89,28 @@ func (s *System) ListEvents(ctx context.Context, p supplyplan.Principal, f suppl
 	})
 }
 
-// CreateEvent creates a tenant event.
+// CreateEvent creates a tenant event. Its change-history entry is written in the same journal
+// record (see TenantState.EventChange).
 func (s *System) CreateEvent(ctx context.Context, p supplyplan.Principal, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
 	now := supplyplan.Now()
 	e, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
-		return st.CreateEvent(in, now)
+		e, recs, err := st.CreateEvent(in, now)
+		if err != nil {
+			return e, nil, err
+		}
+		return e, append(recs, st.EventChange(supplyplan.ChangeEventCreated, p.Actor(), nil, &e, now)...), nil
 	})
 	if err == nil {
-		s.eventChanged(p, supplyplan.ChangeEventCreated, nil, &e, now)
+		s.eventWritten(p.OrgID, nil, &e)
 	}
 	return e, err
 }
 
-// eventChanged invalidates forecasts and queues the change-history entry of an event write.
-func (s *System) eventChanged(p supplyplan.Principal, typ string, old, new *supplyplan.ExternalEvent, now time.Time) {
-	s.fc.bumpEvents(p.OrgID)
-	s.changes.add(p.OrgID, eventChange{typ: typ, old: old, new: new, actor: p.Actor(), at: now})
+// eventWritten invalidates the forecasts an event write touches and wakes the change recorder,
+// which computes the figures of pending change-history entries.
+func (s *System) eventWritten(org string, old, new *supplyplan.ExternalEvent) {
+	s.fc.eventsChanged(org, old, new)
+	s.changes.schedule(org)
 }
 
 // GetEvent returns a tenant event or a global one.
@@ -117,7 +122,8 @@ func (s *System) GetEvent(ctx context.Context, p supplyplan.Principal, id string
 	})
 }
 
-// UpdateEvent applies a partial update to a tenant event.
+// UpdateEvent applies a partial update to a tenant event, with its change-history entry in the same
+// journal record.
 func (s *System) UpdateEvent(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
 	now, global := supplyplan.Now(), s.globalLookup()
 	type updated struct{ old, new supplyplan.ExternalEvent }
@@ -127,27 +133,33 @@ func (s *System) UpdateEvent(ctx context.Context, p supplyplan.Principal, id str
 			old = *cur
 		}
 		e, recs, err := st.UpdateEvent(id, in, global, now)
-		return updated{old, e}, recs, err
+		if err != nil {
+			return updated{}, nil, err
+		}
+		return updated{old, e}, append(recs, st.EventChange(supplyplan.ChangeEventUpdated, p.Actor(), &old, &e, now)...), nil
 	})
 	if err == nil {
-		s.eventChanged(p, supplyplan.ChangeEventUpdated, &u.old, &u.new, now)
+		s.eventWritten(p.OrgID, &u.old, &u.new)
 	}
 	return u.new, err
 }
 
-// DeleteEvent deletes a tenant event.
+// DeleteEvent deletes a tenant event, with its change-history entry in the same journal record.
 func (s *System) DeleteEvent(ctx context.Context, p supplyplan.Principal, id string) error {
-	global := s.globalLookup()
+	now, global := supplyplan.Now(), s.globalLookup()
 	old, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		var old supplyplan.ExternalEvent
 		if cur, ok := st.Events[id]; ok {
 			old = *cur
 		}
 		recs, err := st.DeleteEvent(id, global)
-		return old, recs, err
+		if err != nil {
+			return old, nil, err
+		}
+		return old, append(recs, st.EventChange(supplyplan.ChangeEventDeleted, p.Actor(), &old, nil, now)...), nil
 	})
 	if err == nil {
-		s.eventChanged(p, supplyplan.ChangeEventDeleted, &old, nil, supplyplan.Now())
+		s.eventWritten(p.OrgID, &old, nil)
 	}
 	return err
 }

@@ -34,6 +34,9 @@ type Config struct {
 	Transfers TransferConfig
 	// Now is the clock of idempotency-key expiry (tests); nil: time.Now.
 	Now func() time.Time
+	// ForecastCacheBytes bounds the memory of computed forecasts kept for reuse, across tenants
+	// (least recently used first out; default DefaultForecastCacheBytes).
+	ForecastCacheBytes int64
 }
 
 // System owns the hollywood engine, the platform actor and the tenant actors. It implements the
@@ -83,7 +86,7 @@ func NewSystem(cfg Config) *System {
 	s.deliveries = newDeliveryManager(s, &s.cfg.Outbound)
 	s.relay = newEventRelay(s, &s.cfg.Outbound)
 	s.alerts = newAlertEvaluator(s, &s.cfg.Outbound)
-	s.fc = newForecaster(s)
+	s.fc = newForecaster(s, cfg.ForecastCacheBytes)
 	s.changes = newChangeRecorder(s)
 	if s.cfg.Forecaster == nil {
 		s.cfg.Forecaster = s // the built-in engine, unless a test plugs another
@@ -123,6 +126,9 @@ func (s *System) Open(ctx context.Context) error {
 		return err
 	}
 	s.every(s.cfg.Transfers.SweepEvery, s.sweepRecommendations)
+	for _, org := range orgs { // change-history figures left pending by a stop or a crash
+		s.changes.schedule(org)
+	}
 	return s.openOutbound(ctx, orgs)
 }
 

@@ -154,7 +154,7 @@ func (s *System) fillForecasts(ctx context.Context, orgID string, snap []supplyp
 		}
 	}
 	if sys, ok := f.(*System); ok && sys == s {
-		res, _, err := s.fc.run(ctx, orgID, keys, forecast.Options{Horizon: weeks, Point: forecast.PointMean}, now)
+		res, err := s.fc.run(ctx, orgID, keys, forecast.Options{Horizon: weeks, Point: forecast.PointMean}, now)
 		if err != nil {
 			return fmt.Errorf("forecast for recommendations: %w", err)
 		}

@@ -112,7 +112,7 @@ func (s *Server) demandHistory(r *Request) error {
 		total += w.Actual
 	}
 	return r.JSON(fasthttp.StatusOK, map[string]any{"skuId": key.SKU, "locationId": key.Location, "channel": key.Channel,
-		"weeks": weeks, "totalActualDemand": total, "from": zeroNil(from), "to": zeroNil(to)})
+		"weeks": weeks, "totalActualDemand": supplyplan.Quantity(total), "from": zeroNil(from), "to": zeroNil(to)})
 }
 
 func zeroNil(t time.Time) any {

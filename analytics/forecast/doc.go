@@ -45,9 +45,9 @@
 //
 // Selection is by a rolling-origin backtest, never by in-sample fit: parameters are fitted on
 // the weeks before the first origin, then every one of the last Window weeks (default 52, at
-// most a third of the history) is an origin from which the model forecasts up to 13 steps
-// (fewer when the horizon is shorter); all (origin, step) pairs with an observed target are
-// scored. The mean of the best three models is kept when the best single model does not beat
+// most a third of the history) is an origin from which the model forecasts 13 steps, whatever
+// the horizon asked for (so that a week's forecast never depends on the horizon); all (origin,
+// step) pairs with an observed target are scored. The mean of the best three models is kept when the best single model does not beat
 // it by more than one standard error of the paired loss difference. The chosen model(s) are
 // then refitted on the whole history to forecast.
 //

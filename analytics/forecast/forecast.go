@@ -193,6 +193,8 @@ type AppliedEvent struct {
 	Learned bool    `json:"learned"`
 	// Level tells where a learned lift comes from (series, product+location, ..., prior).
 	Level string `json:"level,omitempty"`
+	// Additive is true for an ADDITIVE event (see the stacking rule).
+	Additive bool `json:"additive,omitempty"`
 }
 
 var (
@@ -317,7 +319,7 @@ func applied(events []EventOccurrence, res []resolved, ws time.Time) []AppliedEv
 			continue
 		}
 		out = append(out, AppliedEvent{ID: e.ID, Type: e.Type, Mechanic: e.Mechanic, LiftPct: res[i].lift,
-			Weight: wt, Learned: res[i].learned, Level: res[i].level})
+			Weight: wt, Learned: res[i].learned, Level: res[i].level, Additive: e.additive()})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -644,6 +645,93 @@ func TestResultsEncode(t *testing.T) {
 		}
 		if r.Periods[0].Quantity != 0 && sum(y[:3]) == 0 && len(y) == 40 {
 			t.Errorf("all-zero history forecast %v, want 0", r.Periods[0].Quantity)
+		}
+	}
+}
+
+// A week's forecast is the same number whatever the horizon asked for: selection, combination,
+// intervals and point statistics never depend on it.
+func TestWeekDoesNotDependOnHorizon(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 5))
+	trend := make([]float64, 90)
+	for i := range trend {
+		trend[i] = 60 + 0.8*float64(i) + 6*rng.NormFloat64()
+	}
+	sparse := make([]float64, 80)
+	for i := range sparse {
+		if rng.Float64() < 0.3 {
+			sparse[i] = float64(1 + rng.IntN(6))
+		}
+	}
+	w := promoWorld{series: 6, weeks: 104, lift: 0.4, promoRate: 0.15, seed: 9}
+	hs := w.histories()
+	lifts := LearnLifts(hs, LiftOptions{})
+	future := EventOccurrence{ID: "next", Type: "PROMOTION", Start: weekAt(105), End: weekAt(106)}
+	cases := []struct {
+		name   string
+		s      Series
+		events []EventOccurrence
+	}{
+		{"seasonal", Series{Start: monday, Values: seasonalSeries(rng, 130)}, nil},
+		{"trend", Series{Start: monday, Values: trend}, nil},
+		{"intermittent", Series{Start: monday, Values: sparse}, nil},
+		{"short", Series{Start: monday, Values: trend[:20]}, nil},
+		{"promotions with learned lifts", hs[2].Series, append(slices.Clone(hs[2].Events), future)},
+	}
+	horizons := []int{1, 2, 3, 4, 8, 12, 13, 14, 26, 60}
+	for _, c := range cases {
+		for _, point := range []string{PointMedian, PointMean, PointMAPE} {
+			var ref Result
+			for _, h := range horizons {
+				r, err := Forecast(c.s, c.events, lifts, Options{Horizon: h, Point: point})
+				if err != nil {
+					t.Fatalf("%s h=%d: %v", c.name, h, err)
+				}
+				if h == horizons[0] {
+					ref = r
+					continue
+				}
+				ra, _ := json.Marshal(r.Accuracy)
+				fa, _ := json.Marshal(ref.Accuracy)
+				if r.Model != ref.Model || r.Transform != ref.Transform || string(ra) != string(fa) {
+					t.Errorf("%s %s h=%d: model %s %s %s, with h=%d %s %s %s", c.name, point, h, r.Model, r.Transform, ra,
+						horizons[0], ref.Model, ref.Transform, fa)
+				}
+				for k := range min(len(ref.Periods), h) {
+					a, b := r.Periods[k], ref.Periods[k]
+					if a.Baseline != b.Baseline || a.Quantity != b.Quantity || a.Lower != b.Lower || a.Upper != b.Upper {
+						t.Errorf("%s %s week %d: h=%d gives %+v, h=%d gives %+v", c.name, point, k+1, h, a, len(ref.Periods), b)
+					}
+				}
+				if len(r.Periods) > len(ref.Periods) {
+					ref = r
+				}
+			}
+		}
+	}
+}
+
+// Events that overlap no week of the history leave the learned model exactly as it is: a
+// promotion planned in the future never changes what was learned from the past.
+func TestFutureEventsLeaveLiftsUnchanged(t *testing.T) {
+	w := promoWorld{series: 12, weeks: 80, lift: 0.5, elasticity: -2, promoRate: 0.2, seed: 4}
+	hs := w.histories()
+	before := LearnLifts(hs, LiftOptions{})
+	for i := range hs {
+		pc := -0.2
+		hs[i].Events = append(hs[i].Events,
+			EventOccurrence{ID: "f1", Type: "PROMOTION", Start: weekAt(90), End: weekAt(91)},
+			EventOccurrence{ID: "f2", Type: "HOLIDAY", Mechanic: "NEW", Start: weekAt(81), End: weekAt(82)},
+			EventOccurrence{ID: "f3", Type: "PRICE_CHANGE", Start: weekAt(85), End: weekAt(86), PriceChangePct: &pc})
+	}
+	after := LearnLifts(hs, LiftOptions{})
+	if b, a := fmt.Sprint(before.Summary()), fmt.Sprint(after.Summary()); a != b {
+		t.Fatalf("future events changed the learned effects:\nbefore %s\nafter  %s", b, a)
+	}
+	for _, e := range []EventOccurrence{{Type: "PROMOTION"}, {Type: "HOLIDAY", Mechanic: "NEW"}} {
+		key := SeriesKey{ID: "s003", ProductID: "p003", LocationID: "l003"}
+		if b, a := before.Estimate(&e, key), after.Estimate(&e, key); b.LiftPct != a.LiftPct || b.Level != a.Level {
+			t.Errorf("%s: estimate %+v before, %+v after", e.Type, b, a)
 		}
 	}
 }

@@ -314,20 +314,26 @@ func LearnLifts(histories []SeriesHistory, o LiftOptions) *LiftModel {
 			if e.LiftPct != nil {
 				continue
 			}
+			// An event that overlaps no week of the history teaches nothing and leaves the model
+			// as it is (its class is not even created): events planned after the history never
+			// change what is learned from it.
 			k := keyOf(e)
-			ci, ok := m.index[k]
-			if !ok {
-				ci = len(m.classes)
-				m.index[k] = ci
-				m.classes = append(m.classes, k)
-			}
 			u := 1.0
 			if k.elastic {
 				u = e.priceTerm()
 			}
+			ci := -1
 			first, last := e.weeks(start, n)
 			for t := first; t <= last; t++ {
 				if w := e.weight(start.Add(weekDur(t))); w > 0 {
+					if ci < 0 {
+						var ok bool
+						if ci, ok = m.index[k]; !ok {
+							ci = len(m.classes)
+							m.index[k] = ci
+							m.classes = append(m.classes, k)
+						}
+					}
 					ls.ev = append(ls.ev, levent{t: t, c: ci, w: w, u: u})
 				}
 			}

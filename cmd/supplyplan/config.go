@@ -19,6 +19,8 @@ type Config struct {
 	BodyBudget      int
 	SnapshotEvery   int
 	DebugAddr       string
+	// ForecastCacheMB bounds the memory of computed forecasts kept for reuse.
+	ForecastCacheMB int
 
 	KafkaBrokers string
 	KafkaTopic   string
@@ -103,6 +105,7 @@ func DefaultConfig() Config {
 		BodyLimit:       envInt("SUPPLYPLAN_BODY_LIMIT", 1<<20),
 		BodyBudget:      envInt("SUPPLYPLAN_BODY_BYTES_IN_FLIGHT", 256<<20),
 		SnapshotEvery:   envInt("SUPPLYPLAN_SNAPSHOT_EVERY", 10000),
+		ForecastCacheMB: envInt("SUPPLYPLAN_FORECAST_CACHE_MB", 1024),
 		DebugAddr:       envString("SUPPLYPLAN_DEBUG_ADDR", ""),
 
 		KafkaBrokers: envString("SUPPLYPLAN_KAFKA_BROKERS", ""),
@@ -191,6 +194,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.TransferCostPerUnit, "transfer-cost-per-unit", c.TransferCostPerUnit, "cost of moving one unit, for estimatedROI (SUPPLYPLAN_TRANSFER_COST_PER_UNIT)")
 	fs.Float64Var(&c.TransferMinStockDiffPc, "transfer-min-stock-difference-pct", c.TransferMinStockDiffPc, "default minStockDifferencePct of recommendation requests (SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
+	fs.IntVar(&c.ForecastCacheMB, "forecast-cache-mb", c.ForecastCacheMB, "MiB of computed forecasts kept for reuse across tenants, least recently used out first (SUPPLYPLAN_FORECAST_CACHE_MB)")
 	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
 	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")
 	fs.StringVar(&c.ToolsPublicURL, "tools-public-url", c.ToolsPublicURL, "public base URL of the tool service that the registry hands out (default http://<tools-addr>) (SUPPLYPLAN_TOOLS_PUBLIC_URL)")

@@ -106,7 +106,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery,
-		Demand: m.Demand, Events: m.Bus, Outbound: ob,
+		Demand: m.Demand, Events: m.Bus, Outbound: ob, ForecastCacheBytes: int64(cfg.ForecastCacheMB) << 20,
 		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk,
 			DemandChunkSize: cfg.ImportDemandChunk, Workers: cfg.ImportWorkers},
 		Transfers: actors.TransferConfig{Expiry: cfg.RecommendationExpiry, WindowWeeks: cfg.TransferWindowWeeks,

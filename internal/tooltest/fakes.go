@@ -158,7 +158,7 @@ func (p *Planning) DemandForecast(_ context.Context, _ supplyplan.Principal, q s
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	res := supplyplan.ForecastToolResult{SKU: q.SKU, LocationID: q.LocationID, Model: "fake"}
 	for i := range q.Weeks {
-		res.Weeks = append(res.Weeks, supplyplan.ForecastWeek{WeekStart: start.AddDate(0, 0, 7*i), Forecast: float64(10 + i)})
+		res.Weeks = append(res.Weeks, supplyplan.ForecastWeek{WeekStart: start.AddDate(0, 0, 7*i), Forecast: supplyplan.Quantity(10 + i)})
 	}
 	return res, nil
 }
