@@ -487,3 +487,39 @@ func (r SemVerRange) hyphen(from, to partialVersion) []semverComparator {
 	}
 	return out
 }
+
+// Bounds returns versions no satisfying version is above (hi) or below (lo); ok is false for a
+// side the range leaves open. A resolver over sorted versions scans only [lo, hi].
+func (r SemVerRange) Bounds() (lo SemVer, loOK bool, hi SemVer, hiOK bool) {
+	loOK, hiOK = true, true
+	for i, set := range r.set {
+		var setLo, setHi *SemVer
+		for j := range set {
+			c := &set[j]
+			if c.any {
+				continue
+			}
+			if c.op == "" || c.op == "<" || c.op == "<=" {
+				if setHi == nil || c.ver.Compare(*setHi) < 0 {
+					setHi = &c.ver
+				}
+			}
+			if c.op == "" || c.op == ">" || c.op == ">=" {
+				if setLo == nil || c.ver.Compare(*setLo) > 0 {
+					setLo = &c.ver
+				}
+			}
+		}
+		if setHi == nil {
+			hiOK = false
+		} else if hiOK && (i == 0 || setHi.Compare(hi) > 0) {
+			hi = *setHi
+		}
+		if setLo == nil {
+			loOK = false
+		} else if loOK && (i == 0 || setLo.Compare(lo) < 0) {
+			lo = *setLo
+		}
+	}
+	return lo, loOK, hi, hiOK
+}

@@ -325,3 +325,31 @@ func TestSemVerRangeContains(t *testing.T) {
 		t.Error("^1.2.3-beta.1 with includePrerelease should contain 1.2.4-alpha")
 	}
 }
+
+func TestSemVerRangeBounds(t *testing.T) {
+	// Every version a range contains lies within its bounds: the invariant the resolver's
+	// bounded scan relies on.
+	ranges := []string{"^1.2.3", "^0.0.1", "^0.1", "~1.2", "1.x", "*", "", ">=1.2.3", "<2", "<=1.2.3-beta.2",
+		"1.2.3 - 2.3.4", "1.2 - 2", "^1.2.3-beta.1", ">1.2 <1.5 || >=3.0.0", ">=1.0.0 || <0.5.0", "1.2.3",
+		"=1.2.3 || 0.0.1", ">x", "<0.0.0-0 || 4.x", "~0.0.1", ">=0.7.x", "<=0.7.x", "2.x || ^0.9"}
+	var versions []SemVer
+	for _, s := range []string{"0.0.0", "0.0.1", "0.0.2-alpha", "0.1.0", "0.1.9", "0.4.0", "0.5.0", "0.6.2", "0.7.0-asdf", "0.7.2",
+		"0.8.0", "0.9.1", "1.0.0", "1.2.0-pre", "1.2.2", "1.2.3-alpha", "1.2.3-beta.2", "1.2.3", "1.2.4", "1.3.0-beta",
+		"1.4.9", "1.5.0", "1.9.9", "2.0.0-rc.1", "2.0.0", "2.3.4", "2.9.9", "3.0.0", "4.1.0", "9.9.9"} {
+		versions = append(versions, MustParseSemVer(s))
+	}
+	for _, rs := range ranges {
+		for _, incPre := range []bool{false, true} {
+			r := MustParseSemVerRange(rs, incPre)
+			lo, loOK, hi, hiOK := r.Bounds()
+			for _, v := range versions {
+				if !r.Contains(v) {
+					continue
+				}
+				if loOK && v.Compare(lo) < 0 || hiOK && v.Compare(hi) > 0 {
+					t.Errorf("%q (includePrerelease %v): %s is outside its bounds [%s, %s]", rs, incPre, v, lo, hi)
+				}
+			}
+		}
+	}
+}
