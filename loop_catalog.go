@@ -44,18 +44,18 @@ const GlobalLoopScope = "supplyplan"
 
 // Catalog limits (docs/loops.md).
 const (
-	LoopDeleteWindow      = 72 * time.Hour
-	MaxLoopsPerScope      = 10000
-	MaxLoopVersions       = 10000 // per loop
-	MaxLoopScopeBytes     = 256 << 20
-	MaxLoopDistTags       = 100 // per loop
-	MaxLoopTagLength      = 64
-	MaxLoopMessage        = 1024 // deprecation message, yank reason
-	MaxLoopAuditEntries   = 1000 // kept per loop; older entries are dropped
-	MaxLoopCandidates     = 100  // versions listed by resolve
-	LatestTag             = "latest"
-	loopAuditIDSeparator  = "#"
-	loopVersionIDSepartor = "@"
+	LoopDeleteWindow       = 72 * time.Hour
+	MaxLoopsPerScope       = 10000
+	MaxLoopVersions        = 10000 // per loop
+	MaxLoopScopeBytes      = 256 << 20
+	MaxLoopDistTags        = 100 // per loop
+	MaxLoopTagLength       = 64
+	MaxLoopMessage         = 1024 // deprecation message, yank reason
+	MaxLoopAuditEntries    = 1000 // kept per loop; older entries are dropped
+	MaxLoopCandidates      = 100  // versions listed by resolve
+	LatestTag              = "latest"
+	loopAuditIDSeparator   = "#"
+	loopVersionIDSeparator = "@"
 )
 
 // LoopVersionState is the lifecycle state of a version, derived from its flags: REMOVED over
@@ -126,16 +126,19 @@ type LoopBlob struct {
 
 // Audit actions.
 const (
-	LoopActionPublish      = "publish"
-	LoopActionTagSet       = "dist-tag.set"
-	LoopActionTagRemove    = "dist-tag.remove"
-	LoopActionDeprecate    = "deprecate"
-	LoopActionUndeprecate  = "undeprecate"
-	LoopActionYank         = "yank"
-	LoopActionUnyank       = "unyank"
-	LoopActionRemove       = "remove"
-	loopAutomaticActorNote = " (automatic)"
+	LoopActionPublish     = "publish"
+	LoopActionTagSet      = "dist-tag.set"
+	LoopActionTagRemove   = "dist-tag.remove"
+	LoopActionDeprecate   = "deprecate"
+	LoopActionUndeprecate = "undeprecate"
+	LoopActionYank        = "yank"
+	LoopActionUnyank      = "unyank"
+	LoopActionRemove      = "remove"
 )
+
+// loopAutomaticActorNote marks the audit entries of tag moves a change caused (latest moving on
+// publish, yank or removal): the actor is the one whose change caused it.
+const loopAutomaticActorNote = " (automatic)"
 
 // LoopAuditEntry records one change of a loop: who did what, when. Dist-tag changes carry the
 // tag and its previous version (From).
@@ -287,7 +290,7 @@ func (s *LoopCatalogState) ApplyLoopRecord(r Record) (bool, error) {
 	return true, nil
 }
 
-func loopVersionID(name string, sv SemVer) string { return name + loopVersionIDSepartor + sv.Core() }
+func loopVersionID(name string, sv SemVer) string { return name + loopVersionIDSeparator + sv.Core() }
 
 func loopAuditID(name string, seq int64) string {
 	return fmt.Sprintf("%s%s%012d", name, loopAuditIDSeparator, seq)
@@ -488,23 +491,20 @@ func higherThanTagged(sv SemVer, tagged string) bool {
 
 // loopShape is what the compatibility check compares: states and transitions.
 type loopShape struct {
-	States      []string `json:"states"`
-	Transitions []struct {
-		Name string   `json:"name"`
-		From []string `json:"from"`
-		To   string   `json:"to"`
-	} `json:"transitions"`
+	States      []string              `json:"states"`
+	Transitions []loopShapeTransition `json:"transitions"`
+}
+
+type loopShapeTransition struct {
+	Name string   `json:"name"`
+	From []string `json:"from"`
+	To   string   `json:"to"`
 }
 
 func shapeOf(m *LoopManifest) loopShape {
-	var sh loopShape
-	sh.States = m.States
+	sh := loopShape{States: m.States}
 	for _, t := range m.Transitions {
-		sh.Transitions = append(sh.Transitions, struct {
-			Name string   `json:"name"`
-			From []string `json:"from"`
-			To   string   `json:"to"`
-		}{t.Name, t.From, t.To})
+		sh.Transitions = append(sh.Transitions, loopShapeTransition{Name: t.Name, From: t.From, To: t.To})
 	}
 	return sh
 }
@@ -605,13 +605,7 @@ func shapeRemovals(older, newer loopShape) map[string][]string {
 		}
 	}
 	for _, ot := range older.Transitions {
-		i := slices.IndexFunc(newer.Transitions, func(t struct {
-			Name string   `json:"name"`
-			From []string `json:"from"`
-			To   string   `json:"to"`
-		}) bool {
-			return t.Name == ot.Name
-		})
+		i := slices.IndexFunc(newer.Transitions, func(t loopShapeTransition) bool { return t.Name == ot.Name })
 		if i < 0 {
 			out["transitions"] = append(out["transitions"], ot.Name)
 			continue

@@ -188,7 +188,7 @@ func VerifyLoopManifest(manifest []byte, dist LoopDist, keys JWKS) (LoopVerifica
 	fe := FieldErrors{}
 	canonical, err := CanonicalJSON(manifest)
 	if err != nil {
-		fe.Add("manifest", "is not valid JSON: %s", ErrorMessageDetail(err))
+		fe.Add("manifest", "is not valid JSON: %s", errorDetailText(err))
 		return res, fail(fe)
 	}
 	res.Canonical = bytes.Equal(canonical, manifest)
@@ -265,9 +265,8 @@ func integrityMatches(sri, want string) bool {
 	return false
 }
 
-// ErrorMessageDetail returns err's message with its details, for nesting one error in another's
-// detail text.
-func ErrorMessageDetail(err error) string {
+// errorDetailText is err's message with its details, for nesting one error in another's detail.
+func errorDetailText(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		if len(e.Details) == 0 {
