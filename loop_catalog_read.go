@@ -1,0 +1,284 @@
+package supplyplan
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Reading the loop catalog: resolution of ranges and tags, versions, blobs, documents, audit and
+// listings.
+
+// LoopResolution is the answer of resolve: the chosen version and what else satisfied the range.
+type LoopResolution struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Digest    string `json:"digest"`
+	Integrity string `json:"integrity"`
+	// Deprecated is the chosen version's deprecation message (null when not deprecated).
+	Deprecated *string `json:"deprecated"`
+	// Candidates are the installable versions that satisfy the range, highest first (at most
+	// MaxLoopCandidates).
+	Candidates []string `json:"candidates"`
+	// Range is the desugared range (">=1.2.0 <2.0.0-0"), or empty when a dist-tag was resolved.
+	Range string `json:"range,omitempty"`
+	Tag   string `json:"tag,omitempty"`
+}
+
+// Resolve picks a version of name for spec: a dist-tag of the loop, or a node-semver range (an
+// empty spec is the latest tag, or "*" while there is none). A range chooses the highest installable (not yanked, not removed) satisfying version that is not
+// deprecated, or the highest deprecated one when nothing else satisfies it (with its message).
+// Pre-releases satisfy only as ParseSemVerRange's includePrerelease rule allows.
+func (s *LoopCatalogState) Resolve(name, spec string, includePrerelease bool) (LoopResolution, error) {
+	p, err := s.pkg(name)
+	if err != nil {
+		return LoopResolution{}, err
+	}
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		spec = "*"
+		if _, ok := p.DistTags[LatestTag]; ok {
+			spec = LatestTag
+		}
+	}
+	if tagged, ok := p.DistTags[spec]; ok {
+		v := s.Versions[loopVersionID(name, mustSemVer(tagged))]
+		if v == nil || !v.installable() {
+			return LoopResolution{}, &Error{Code: ENOTFOUND, Message: fmt.Sprintf("Dist-tag %s of %s points at %s, which is yanked or removed", spec, name, tagged)}
+		}
+		return LoopResolution{Name: name, Version: v.Version, Digest: v.Digest, Integrity: v.Integrity,
+			Deprecated: v.Deprecated, Candidates: []string{v.Version}, Tag: spec}, nil
+	}
+	if ValidateLoopTag(spec) == nil {
+		return LoopResolution{}, &Error{Code: ENOTFOUND, Message: fmt.Sprintf("%s has no dist-tag %s", name, spec)}
+	}
+	r, err := ParseSemVerRange(spec, includePrerelease)
+	if err != nil {
+		return LoopResolution{}, Invalid("range", "is neither a dist-tag of %s nor a valid semver range: %v", name, err)
+	}
+	res := LoopResolution{Name: name, Range: r.String(), Candidates: []string{}}
+	var chosen, fallback *LoopVersion
+	list := s.byName[name]
+	// Scan, highest first, only the versions between the range's bounds.
+	start, stop := len(list)-1, 0
+	lo, loOK, hi, hiOK := r.Bounds()
+	if hiOK {
+		i, found := slices.BinarySearchFunc(list, hi, func(e loopIndexEntry, t SemVer) int { return e.sv.Compare(t) })
+		if !found {
+			i--
+		}
+		start = i
+	}
+	if loOK {
+		stop, _ = slices.BinarySearchFunc(list, lo, func(e loopIndexEntry, t SemVer) int { return e.sv.Compare(t) })
+	}
+	for i := start; i >= stop; i-- {
+		if !r.Contains(list[i].sv) {
+			continue
+		}
+		v := s.Versions[list[i].key]
+		if !v.installable() {
+			continue
+		}
+		if len(res.Candidates) < MaxLoopCandidates {
+			res.Candidates = append(res.Candidates, v.Version)
+		}
+		if fallback == nil {
+			fallback = v
+		}
+		if chosen == nil && v.Deprecated == nil {
+			chosen = v
+		}
+		if chosen != nil && len(res.Candidates) >= MaxLoopCandidates {
+			break
+		}
+	}
+	if chosen == nil {
+		chosen = fallback
+	}
+	if chosen == nil {
+		return LoopResolution{}, &Error{Code: ENOTFOUND, Message: fmt.Sprintf("No version of %s satisfies %s", name, spec),
+			Details: map[string][]string{"range": {"no installable version satisfies " + res.Range}}}
+	}
+	res.Version, res.Digest, res.Integrity, res.Deprecated = chosen.Version, chosen.Digest, chosen.Integrity, chosen.Deprecated
+	return res, nil
+}
+
+// Version returns name@version, also a yanked one (exact fetches always work); a removed one is
+// not found.
+func (s *LoopCatalogState) Version(name, version string) (LoopVersion, error) {
+	v, err := s.lookup(name, version, false)
+	if err != nil {
+		return LoopVersion{}, err
+	}
+	return *cloneVersion(v), nil
+}
+
+// Blob returns the canonical manifest of digest, if this scope holds it.
+func (s *LoopCatalogState) Blob(digest string) ([]byte, bool) {
+	s.ensureIndex()
+	b, ok := s.Blobs[digest]
+	if !ok {
+		return nil, false
+	}
+	return b.Data, true
+}
+
+// Manifest returns the parsed manifest of a stored digest (what the loop runtime binds instances to).
+func (s *LoopCatalogState) Manifest(digest string) (*LoopManifest, error) {
+	b, ok := s.Blob(digest)
+	if !ok {
+		return nil, NotFound("Loop manifest")
+	}
+	return ParseLoopManifest(b)
+}
+
+// LoopDocument is a loop with all its versions (npm's packument).
+type LoopDocument struct {
+	Name     string            `json:"name"`
+	Scope    string            `json:"scope"`
+	DistTags map[string]string `json:"distTags"`
+	// Versions are newest first, removed ones included (state REMOVED) since their numbers stay taken.
+	Versions  []LoopVersion `json:"versions"`
+	CreatedAt time.Time     `json:"createdAt"`
+	UpdatedAt time.Time     `json:"updatedAt"`
+}
+
+// Loop returns the document of name.
+func (s *LoopCatalogState) Loop(name string) (LoopDocument, error) {
+	p, err := s.pkg(name)
+	if err != nil {
+		return LoopDocument{}, err
+	}
+	doc := LoopDocument{Name: name, Scope: s.Scope, DistTags: maps.Clone(p.DistTags), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	list := s.byName[name]
+	for i := len(list) - 1; i >= 0; i-- {
+		doc.Versions = append(doc.Versions, *cloneVersion(s.Versions[list[i].key]))
+	}
+	return doc, nil
+}
+
+// LoopAudit returns a loop's audit entries, newest first.
+func (s *LoopCatalogState) LoopAudit(name string, limit, offset int) (Page[LoopAuditEntry], error) {
+	p, err := s.pkg(name)
+	if err != nil {
+		return Page[LoopAuditEntry]{}, err
+	}
+	if err := checkLoopPage(limit, offset); err != nil {
+		return Page[LoopAuditEntry]{}, err
+	}
+	all := make([]LoopAuditEntry, 0, p.AuditNext-p.AuditFirst)
+	for seq := p.AuditNext - 1; seq >= p.AuditFirst; seq-- {
+		if e, ok := s.Audit[loopAuditID(name, seq)]; ok {
+			all = append(all, *e)
+		}
+	}
+	return page(all, limit, offset), nil
+}
+
+// LoopFilter selects loops: Domain exactly, Query a case-insensitive substring of the name,
+// description or a keyword.
+type LoopFilter struct {
+	Domain string
+	Query  string
+	Limit  int
+	Offset int
+}
+
+// Validate checks the filter's values.
+func (f LoopFilter) Validate() error {
+	if f.Domain != "" && !slices.Contains(LoopDomains, LoopDomain(f.Domain)) {
+		return Invalid("domain", "must be one of %s", joinLoopDomains())
+	}
+	return checkLoopPage(f.Limit, f.Offset)
+}
+
+func checkLoopPage(limit, offset int) error {
+	fe := FieldErrors{}
+	if limit < 0 || limit > MaxPageLimit {
+		fe.Add("limit", "must be between 1 and %d", MaxPageLimit)
+	}
+	if offset < 0 {
+		fe.Add("offset", "must not be negative")
+	}
+	return fe.Err()
+}
+
+// LoopSummary is a loop in a listing, described by its `latest` version (or its highest
+// installable one when latest is unset).
+type LoopSummary struct {
+	Name        string            `json:"name"`
+	Scope       string            `json:"scope"`
+	Domain      LoopDomain        `json:"domain"`
+	Description string            `json:"description,omitempty"`
+	Keywords    []string          `json:"keywords,omitempty"`
+	Latest      string            `json:"latest,omitempty"`
+	DistTags    map[string]string `json:"distTags"`
+	Versions    int               `json:"versions"`
+	Deprecated  bool              `json:"deprecated"`
+	UpdatedAt   time.Time         `json:"updatedAt"`
+}
+
+// LoopSummaries returns the loops of this scope that match f (unpaginated, by name); loops
+// whose every version was removed are left out.
+func (s *LoopCatalogState) LoopSummaries(f LoopFilter) []LoopSummary {
+	s.ensureIndex()
+	q := strings.ToLower(strings.TrimSpace(f.Query))
+	out := []LoopSummary{}
+	for name, p := range s.Packages {
+		var shown *LoopVersion
+		count := 0
+		list := s.byName[name]
+		for i := len(list) - 1; i >= 0; i-- {
+			v := s.Versions[list[i].key]
+			if v.RemovedAt != nil {
+				continue
+			}
+			count++
+			if shown == nil && v.installable() {
+				shown = v
+			}
+		}
+		if latest, ok := p.DistTags[LatestTag]; ok {
+			if v := s.Versions[loopVersionID(name, mustSemVer(latest))]; v != nil && v.RemovedAt == nil {
+				shown = v
+			}
+		}
+		if shown == nil {
+			for i := len(list) - 1; i >= 0 && shown == nil; i-- {
+				if v := s.Versions[list[i].key]; v.RemovedAt == nil {
+					shown = v // only yanked versions left
+				}
+			}
+		}
+		if shown == nil {
+			continue
+		}
+		if f.Domain != "" && string(shown.Domain) != f.Domain {
+			continue
+		}
+		if q != "" && !strings.Contains(name, q) && !strings.Contains(strings.ToLower(shown.Description), q) &&
+			!slices.ContainsFunc(shown.Keywords, func(k string) bool { return strings.Contains(k, q) }) {
+			continue
+		}
+		out = append(out, LoopSummary{Name: name, Scope: s.Scope, Domain: shown.Domain, Description: shown.Description,
+			Keywords: slices.Clone(shown.Keywords), Latest: p.DistTags[LatestTag], DistTags: maps.Clone(p.DistTags),
+			Versions: count, Deprecated: shown.Deprecated != nil, UpdatedAt: p.UpdatedAt})
+	}
+	slices.SortFunc(out, func(a, b LoopSummary) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// PageLoopSummaries merges the listings of several scopes (an organization's and the global
+// one) by name and cuts the page f asks for.
+func PageLoopSummaries(f LoopFilter, lists ...[]LoopSummary) Page[LoopSummary] {
+	var all []LoopSummary
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	slices.SortFunc(all, func(a, b LoopSummary) int { return cmp.Compare(a.Name, b.Name) })
+	return page(all, f.Limit, f.Offset)
+}
