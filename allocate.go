@@ -299,6 +299,10 @@ func (a *Allocator) allocate(o AllocOrder, mode allocMode) AllocationOutcome {
 	a.givePromises(prev)
 
 	fail := func(reason, msg string, earliest bool) AllocationOutcome {
+		if mode == modeKeep && prev != nil && prev.Status != AllocFailed {
+			a.rollback(mark0) // protected: never worse than it was
+			return AllocationOutcome{OrderID: o.ID, Allocation: prev}
+		}
 		for _, r := range existing {
 			if pinned[r.ID] {
 				a.giveBack(r)

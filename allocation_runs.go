@@ -235,6 +235,9 @@ func (s *AllocationState) PlanRun(w AllocationWorld, orders []AllocOrder, req Ru
 	case StrategyRedistribute:
 		mode = modeKeepCommitted
 		for _, o := range sel {
+			if p := a.allocationOf(o.ID); p != nil && o.Version < p.OrderVersion {
+				continue // ignored when allocated: its stock stays where it is
+			}
 			for _, r := range a.activeOf(o.ID) {
 				if r.Status == ResHeld {
 					a.giveBack(r)
