@@ -47,7 +47,15 @@ type Allocator struct {
 	nowMs int64
 
 	work map[stockKey]*keyWork
+	slab []keyWork // backing of work's values, in blocks (pointers stay valid)
 	undo []undoOp
+	// srcBuf and rankBuf are scratch of sources.
+	srcBuf  []string
+	rankBuf []SourceCandidate
+	// usedBuf and takeBuf are scratch of planLine (takeBuf backs the plans of one order).
+	usedBuf []string
+	takeBuf []take
+	planBuf []linePlan
 	// pendRes and pendAlloc are the orders' state after their outcome in this allocator.
 	pendRes   map[string][]*Reservation
 	pendAlloc map[string]*Allocation
@@ -95,8 +103,14 @@ func (a *Allocator) keyOf(sku, loc string) *keyWork {
 	if kl := a.l.index().byKey[k]; kl != nil {
 		promises = kl.promises.events
 	}
-	kw := &keyWork{stock: sup.OnHand - sup.ReservedOutside - sup.SafetyStock - a.l.ReservedAt(sku, loc, a.now),
-		tl: newTimeline(sup.Receipts, promises)}
+	if len(a.slab) == cap(a.slab) {
+		a.slab = make([]keyWork, 0, 256)
+	}
+	a.slab = append(a.slab, keyWork{stock: sup.OnHand - sup.ReservedOutside - sup.SafetyStock - a.l.ReservedAt(sku, loc, a.now)})
+	kw := &a.slab[len(a.slab)-1]
+	if len(sup.Receipts) > 0 || len(promises) > 0 {
+		kw.tl = newTimeline(sup.Receipts, promises)
+	}
 	a.work[k] = kw
 	return kw
 }
@@ -189,30 +203,47 @@ func (a *Allocator) Allocate(o AllocOrder) AllocationOutcome { return a.allocate
 // version (the later one among equals); cancelled and shipped orders go first (they free stock),
 // then open ones in allocation order (priority, requested date, created, id).
 func (a *Allocator) AllocateBatch(orders []AllocOrder) []AllocationOutcome {
-	pick := map[string]int{}
-	for i, o := range orders {
-		if j, ok := pick[o.ID]; !ok || o.Version >= orders[j].Version {
-			pick[o.ID] = i
+	pick := make(map[string]int, len(orders))
+	for i := range orders {
+		if j, ok := pick[orders[i].ID]; !ok || orders[i].Version >= orders[j].Version {
+			pick[orders[i].ID] = i
 		}
 	}
-	var closing, open []AllocOrder
-	for i, o := range orders {
-		if pick[o.ID] != i {
-			continue
-		}
-		if o.Status == OrderCancelled || o.Status == OrderShipped {
-			closing = append(closing, o)
-		} else {
-			open = append(open, o)
+	idx := make([]int, 0, len(pick))
+	lines := 0
+	for i := range orders {
+		if pick[orders[i].ID] == i {
+			idx = append(idx, i)
+			lines += len(orders[i].Lines)
 		}
 	}
-	slices.SortFunc(closing, func(x, y AllocOrder) int { return cmp.Compare(x.ID, y.ID) })
-	SortForAllocation(open)
-	outs := make([]AllocationOutcome, 0, len(closing)+len(open))
-	for _, o := range append(closing, open...) {
-		outs = append(outs, a.Allocate(o))
+	closing := func(o *AllocOrder) bool { return o.Status == OrderCancelled || o.Status == OrderShipped }
+	slices.SortFunc(idx, func(i, j int) int {
+		x, y := &orders[i], &orders[j]
+		if cx, cy := closing(x), closing(y); cx != cy {
+			return cmp.Compare(b2i(cy), b2i(cx))
+		} else if cx {
+			return cmp.Compare(x.ID, y.ID)
+		}
+		return allocationOrder(x, y)
+	})
+	a.grow(len(idx), lines)
+	outs := make([]AllocationOutcome, 0, len(idx))
+	for _, i := range idx {
+		outs = append(outs, a.Allocate(orders[i]))
 	}
 	return outs
+}
+
+// grow makes room for a batch of orders and lines.
+func (a *Allocator) grow(orders, lines int) {
+	if len(a.pendRes) == 0 && orders > 64 {
+		a.pendRes = make(map[string][]*Reservation, orders)
+		a.pendAlloc = make(map[string]*Allocation, orders)
+	}
+	if len(a.work) == 0 && lines > 64 {
+		a.work = make(map[stockKey]*keyWork, lines)
+	}
 }
 
 // take is stock reserved now for a line at a location.
@@ -273,26 +304,34 @@ func (a *Allocator) allocate(o AllocOrder, mode allocMode) AllocationOutcome {
 	}
 
 	mark0 := len(a.undo)
-	lines := make(map[string]*AllocLine, len(o.Lines))
-	for i := range o.Lines {
-		lines[o.Lines[i].LineID] = &o.Lines[i]
-	}
-	pinned := map[string]bool{}
-	pinnedQty := map[string]float64{}
-	for _, r := range existing {
-		l := lines[r.LineID]
-		if (mode == modeKeep || (mode == modeKeepCommitted && r.Status == ResCommitted)) && l != nil && l.SKU == r.SKU {
-			pinned[r.ID] = true
-			pinnedQty[r.LineID] += r.Quantity
+	// pinned[i]: existing[i] stays as it is (keep modes); the others go back to the pool
+	pinned := make([]bool, len(existing))
+	for i, r := range existing {
+		if mode == modeKeep || (mode == modeKeepCommitted && r.Status == ResCommitted) {
+			l := orderLine(&o, r.LineID)
+			pinned[i] = l != nil && l.SKU == r.SKU
 		}
 	}
-	for _, r := range existing { // a line holding more than it orders keeps nothing pinned
-		if pinned[r.ID] && pinnedQty[r.LineID] > lines[r.LineID].Quantity+quantityEps {
-			delete(pinned, r.ID)
+	for i, r := range existing { // a line holding more than it orders keeps nothing pinned
+		if !pinned[i] {
+			continue
+		}
+		var held float64
+		for j, q := range existing {
+			if pinned[j] && q.LineID == r.LineID {
+				held += q.Quantity
+			}
+		}
+		if held > orderLine(&o, r.LineID).Quantity+quantityEps {
+			for j, q := range existing {
+				if q.LineID == r.LineID {
+					pinned[j] = false
+				}
+			}
 		}
 	}
-	for _, r := range existing {
-		if !pinned[r.ID] {
+	for i, r := range existing {
+		if !pinned[i] {
 			a.giveBack(r)
 		}
 	}
@@ -303,15 +342,15 @@ func (a *Allocator) allocate(o AllocOrder, mode allocMode) AllocationOutcome {
 			a.rollback(mark0) // protected: never worse than it was
 			return AllocationOutcome{OrderID: o.ID, Allocation: prev}
 		}
-		for _, r := range existing {
-			if pinned[r.ID] {
+		for i, r := range existing {
+			if pinned[i] {
 				a.giveBack(r)
 			}
 		}
 		return a.fail(&o, prev, existing, recs, reason, msg, earliest)
 	}
-	if err := o.Validate(); err != nil {
-		return fail(ReasonPolicyViolation, err.Error(), false)
+	if !o.valid() {
+		return fail(ReasonPolicyViolation, o.Validate().Error(), false)
 	}
 	maxLoc := o.Locations()
 	for _, l := range o.Lines {
@@ -330,12 +369,14 @@ func (a *Allocator) allocate(o AllocOrder, mode allocMode) AllocationOutcome {
 	}
 	reqMs := o.requested(a.now).UnixMilli()
 	deadline := reqMs + int64(o.MaxLatenessDays)*24*3600*1000
-	plans := make([]linePlan, len(o.Lines))
+	plans := slices.Grow(a.planBuf[:0], len(o.Lines))[:len(o.Lines)] // scratch: build copies what it keeps
+	defer func() { clear(plans); a.planBuf = plans[:0] }()
+	a.takeBuf = a.takeBuf[:0]
 	var reserved, back, short float64
 	for i, l := range o.Lines {
 		p := linePlan{line: l}
-		for _, r := range existing {
-			if pinned[r.ID] && r.LineID == l.LineID {
+		for j, r := range existing {
+			if pinned[j] && r.LineID == l.LineID {
 				p.pinned = append(p.pinned, r)
 			}
 		}
@@ -373,7 +414,9 @@ func (a *Allocator) allocate(o AllocOrder, mode allocMode) AllocationOutcome {
 // order splits), then promises the rest from receipts by the deadline.
 func (a *Allocator) planLine(o *AllocOrder, p *linePlan, existing []*Reservation, maxLoc int, minQ float64, backorder bool, reqMs, deadline int64) {
 	l := p.line
-	var used []string
+	used := a.usedBuf[:0]
+	defer func() { a.usedBuf = used[:0] }()
+	takeStart := len(a.takeBuf)
 	rem := l.Quantity
 	for _, r := range p.pinned {
 		rem -= r.Quantity
@@ -416,12 +459,13 @@ func (a *Allocator) planLine(o *AllocOrder, p *linePlan, existing []*Reservation
 			q = rem
 		}
 		a.addStock(kw, -q)
-		p.takes = append(p.takes, take{loc: loc, qty: q})
+		a.takeBuf = append(a.takeBuf, take{loc: loc, qty: q})
 		if !isUsed {
 			used = append(used, loc)
 		}
 		rem = snap(rem - q)
 	}
+	p.takes = a.takeBuf[takeStart:len(a.takeBuf):len(a.takeBuf)]
 	if backorder && rem > quantityEps && deadline >= a.nowMs {
 		owner := promiseOwner(o.ID, l.LineID)
 		for _, loc := range srcs {
@@ -460,26 +504,24 @@ func (a *Allocator) planLine(o *AllocOrder, p *linePlan, existing []*Reservation
 // one; when the order splits (or names no location), the others the world offers, active ones
 // only, those already holding the line first, then by lead time, cost and id.
 func (a *Allocator) sources(o *AllocOrder, l AllocLine, existing []*Reservation) []string {
-	var out []string
+	out := a.srcBuf[:0]
 	if l.LocationID != "" && a.w.LocationActive(l.LocationID) {
 		out = append(out, l.LocationID)
 	}
 	if l.LocationID != "" && o.Locations() == 1 {
+		a.srcBuf = out
 		return out
 	}
 	cands := a.w.Sources(l.SKU, l.LocationID)
-	if len(cands) == 0 {
-		return out
-	}
-	holds := func(loc string) bool {
+	holds := func(loc string) int {
 		for _, r := range existing {
 			if r.LineID == l.LineID && r.LocationID == loc {
-				return true
+				return 0
 			}
 		}
-		return false
+		return 1
 	}
-	ranked := make([]SourceCandidate, 0, len(cands))
+	ranked := a.rankBuf[:0]
 	for _, c := range cands {
 		if c.LocationID == "" || c.LocationID == l.LocationID || !a.w.LocationActive(c.LocationID) {
 			continue
@@ -487,8 +529,10 @@ func (a *Allocator) sources(o *AllocOrder, l AllocLine, existing []*Reservation)
 		ranked = append(ranked, c)
 	}
 	slices.SortFunc(ranked, func(x, y SourceCandidate) int {
-		if c := cmp.Compare(b2i(!holds(x.LocationID)), b2i(!holds(y.LocationID))); c != 0 {
-			return c
+		if len(existing) > 0 {
+			if c := cmp.Compare(holds(x.LocationID), holds(y.LocationID)); c != 0 {
+				return c
+			}
 		}
 		if c := cmp.Compare(x.LeadTimeDays, y.LeadTimeDays); c != 0 {
 			return c
@@ -504,6 +548,7 @@ func (a *Allocator) sources(o *AllocOrder, l AllocLine, existing []*Reservation)
 		}
 		out = append(out, c.LocationID)
 	}
+	a.srcBuf, a.rankBuf = out, ranked
 	return out
 }
 
@@ -517,11 +562,18 @@ func b2i(b bool) int {
 // build turns the line plans into the new allocation and the reservation records: a reservation
 // placing the same quantity of the same line at the same location is kept (its id stays); the
 // others are released with the reason and new ones created.
-func (a *Allocator) build(o *AllocOrder, prev *Allocation, existing []*Reservation, pinned map[string]bool, plans []linePlan,
+func (a *Allocator) build(o *AllocOrder, prev *Allocation, existing []*Reservation, pinned []bool, plans []linePlan,
 	status AllocationStatus, reqMs int64) (*Allocation, []*Reservation, []Record) {
-	var puts []Record
-	var newActive []*Reservation
-	kept := map[string]bool{}
+	puts := make([]Record, 0, len(plans)+1)
+	newActive := make([]*Reservation, 0, len(existing)+len(plans))
+	kept := make([]bool, len(existing))
+	keep := func(r *Reservation) {
+		for i, e := range existing {
+			if e == r {
+				kept[i] = true
+			}
+		}
+	}
 	restamp := func(r *Reservation) *Reservation {
 		if r.OrderVersion == o.Version && r.Priority == o.Priority {
 			return r
@@ -532,38 +584,48 @@ func (a *Allocator) build(o *AllocOrder, prev *Allocation, existing []*Reservati
 		return &c
 	}
 	lines := make([]AllocationLine, len(plans))
+	dates := make([]time.Time, len(plans)) // backs the lines' promise dates
 	var completeAt int64
 	for i := range plans {
 		p := &plans[i]
 		al := AllocationLine{LineID: p.line.LineID, SKU: p.line.SKU, Quantity: p.line.Quantity, Allocations: []LineAllocation{}}
 		ready := reqMs
 		for _, r := range p.pinned {
-			kept[r.ID] = true
+			keep(r)
 			nr := restamp(r)
 			newActive = append(newActive, nr)
 			al.Allocations = append(al.Allocations, LineAllocation{LocationID: nr.LocationID, Quantity: nr.Quantity, ReservationID: nr.ID})
 			ready = max(ready, nr.CreatedAt.UnixMilli())
 		}
 		for _, t := range p.takes {
-			var pool []*Reservation
+			// the replaceable reservations of this line at this location; one of the same quantity stays
 			var reuse *Reservation
-			for _, r := range existing {
-				if pinned[r.ID] || kept[r.ID] || r.LineID != p.line.LineID || r.SKU != p.line.SKU || r.LocationID != t.loc {
+			var commit bool
+			var heldUntil *time.Time
+			for i, r := range existing {
+				if pinned[i] || kept[i] || r.LineID != p.line.LineID || r.SKU != p.line.SKU || r.LocationID != t.loc {
 					continue
 				}
-				pool = append(pool, r)
 				if reuse == nil && math.Abs(r.Quantity-t.qty) <= quantityEps {
 					reuse = r
+				}
+				commit = commit || r.Status == ResCommitted
+				if r.Status == ResHeld && r.ExpiresAt != nil && (heldUntil == nil || r.ExpiresAt.Before(*heldUntil)) {
+					heldUntil = r.ExpiresAt
 				}
 			}
 			var nr *Reservation
 			if reuse != nil {
-				kept[reuse.ID] = true
+				keep(reuse)
 				nr = restamp(reuse)
 			} else {
-				nr = &Reservation{ID: NewID("res"), OrderID: o.ID, OrderVersion: o.Version, LineID: p.line.LineID, SKU: p.line.SKU,
-					LocationID: t.loc, Quantity: t.qty, Status: ResHeld, Priority: o.Priority, CreatedAt: a.now, UpdatedAt: a.now}
-				a.holdTerms(nr, pool)
+				box := &struct {
+					r   Reservation
+					exp time.Time
+				}{r: Reservation{ID: NewID("res"), OrderID: o.ID, OrderVersion: o.Version, LineID: p.line.LineID, SKU: p.line.SKU,
+					LocationID: t.loc, Quantity: t.qty, Status: ResHeld, Priority: o.Priority, CreatedAt: a.now, UpdatedAt: a.now}}
+				nr = &box.r
+				a.holdTerms(nr, commit, heldUntil, &box.exp)
 				puts = append(puts, Put(KindReservation, nr.ID, nr))
 			}
 			newActive = append(newActive, nr)
@@ -578,8 +640,8 @@ func (a *Allocator) build(o *AllocOrder, prev *Allocation, existing []*Reservati
 		al.BackorderedQuantity = snap(al.BackorderedQuantity)
 		al.Shortfall = snap(p.short)
 		if p.reserved()+al.BackorderedQuantity > quantityEps {
-			t := time.UnixMilli(ready).UTC()
-			al.PromiseDate = &t
+			dates[i] = time.UnixMilli(ready).UTC()
+			al.PromiseDate = &dates[i]
 			completeAt = max(completeAt, ready)
 		}
 		lines[i] = al
@@ -591,8 +653,8 @@ func (a *Allocator) build(o *AllocOrder, prev *Allocation, existing []*Reservati
 		}
 	}
 	var releases []Record
-	for _, r := range existing {
-		if kept[r.ID] {
+	for i, r := range existing {
+		if kept[i] {
 			continue
 		}
 		rel := r.released(ResReleased, releaseReason(r, o, prev), a.now)
@@ -605,24 +667,18 @@ func (a *Allocator) build(o *AllocOrder, prev *Allocation, existing []*Reservati
 
 // holdTerms sets a new reservation's status: COMMITTED when the configuration says so or when it
 // replaces a COMMITTED one of the same line and location; else HELD until the earliest expiry of
-// the HELD ones it replaces, or HoldTTL from now.
-func (a *Allocator) holdTerms(r *Reservation, replaced []*Reservation) {
-	exp := a.now.Add(a.cfg.holdTTL())
-	inherited := false
-	for _, p := range replaced {
-		if p.Status == ResCommitted {
-			r.Status = ResCommitted
-		}
-		if p.Status == ResHeld && p.ExpiresAt != nil && (!inherited || p.ExpiresAt.Before(exp)) {
-			exp, inherited = *p.ExpiresAt, true
-		}
-	}
-	if a.cfg.CommitOnAllocate {
+// the HELD ones it replaces (heldUntil), or HoldTTL from now.
+// exp is where the expiry is stored.
+func (a *Allocator) holdTerms(r *Reservation, commit bool, heldUntil, exp *time.Time) {
+	if commit || a.cfg.CommitOnAllocate {
 		r.Status = ResCommitted
+		return
 	}
-	if r.Status == ResHeld {
-		r.ExpiresAt = &exp
+	*exp = a.now.Add(a.cfg.holdTTL())
+	if heldUntil != nil {
+		*exp = *heldUntil
 	}
+	r.ExpiresAt = exp
 }
 
 // releaseReason says why an order's reservation is no longer needed by its new allocation.

@@ -323,6 +323,28 @@ func (o *AllocOrder) requested(now time.Time) time.Time {
 	return now
 }
 
+// valid is Validate without building the error (the common case: nothing wrong).
+func (o *AllocOrder) valid() bool {
+	if o.ID == "" || (o.Fill != "" && !slices.Contains(FillPolicies, o.Fill)) || !NumberOK(o.MinQuantity) || o.MinQuantity < 0 ||
+		o.MaxLocations < 0 || o.MaxLocations > MaxAllocationLocations || o.MaxLatenessDays < 0 || o.MaxLatenessDays > MaxLatenessDays ||
+		o.Priority < -MaxOrderPriority || o.Priority > MaxOrderPriority || o.Version < 0 || len(o.Lines) == 0 {
+		return false
+	}
+	for i, l := range o.Lines {
+		if l.LineID == "" || l.SKU == "" || !NumberOK(l.Quantity) || l.Quantity <= 0 {
+			return false
+		}
+		if len(o.Lines) <= 16 {
+			for _, m := range o.Lines[:i] {
+				if m.LineID == l.LineID {
+					return false
+				}
+			}
+		}
+	}
+	return len(o.Lines) <= 16 || o.Validate() == nil
+}
+
 // Validate checks the order's allocation fields; its message is the POLICY_VIOLATION detail.
 func (o *AllocOrder) Validate() error {
 	fe := FieldErrors{}
@@ -506,7 +528,8 @@ func allocationEvent(a *Allocation, orgID, message string, now time.Time) Domain
 	}
 	lines := make([]EventLine, len(a.Lines))
 	for i, l := range a.Lines {
-		lines[i] = EventLine{LineID: l.LineID, Allocations: slices.Clone(l.Allocations), BackorderedQuantity: l.BackorderedQuantity,
+		// shared with the allocation: a stored allocation is never changed in place
+		lines[i] = EventLine{LineID: l.LineID, Allocations: l.Allocations, BackorderedQuantity: l.BackorderedQuantity,
 			PromiseDate: l.PromiseDate}
 		if lines[i].Allocations == nil {
 			lines[i].Allocations = []LineAllocation{}

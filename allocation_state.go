@@ -27,17 +27,20 @@ type stockKey struct{ sku, loc string }
 
 // allocIndex is derived from the stored maps.
 type allocIndex struct {
-	byKey    map[stockKey]*keyLedger
-	byOrder  map[string]map[string]struct{} // order id -> every reservation id
-	held     map[string]struct{}            // HELD reservation ids
-	terminal map[string]struct{}            // RELEASED and EXPIRED reservation ids
+	byKey   map[stockKey]*keyLedger
+	byOrder map[string][]*Reservation // order id -> every reservation of the order
+	// pos is each reservation's position in its key's list.
+	pos      map[string]int32
+	held     map[string]struct{} // HELD reservation ids
+	terminal map[string]struct{} // RELEASED and EXPIRED reservation ids
 }
 
 // keyLedger is the ledger of one (sku, location).
 type keyLedger struct {
-	all    map[string]struct{}     // every reservation id
-	active map[string]*Reservation // HELD and COMMITTED
-	// reserved is the sum of active quantities (exactly 0 when none is active).
+	res []*Reservation // every reservation at the key, any status
+	// active counts the HELD and COMMITTED ones; reserved sums their quantities (exactly 0 when
+	// none is active).
+	active   int
 	reserved float64
 	// minHeld is at most the earliest expiry of the HELD reservations (MaxInt64 when none).
 	minHeld int64
@@ -66,7 +69,7 @@ func (s *AllocationState) rebuildIndex() {
 	if s.AllocationRuns == nil {
 		s.AllocationRuns = map[string]*AllocationRun{}
 	}
-	x := &allocIndex{byKey: map[stockKey]*keyLedger{}, byOrder: map[string]map[string]struct{}{},
+	x := &allocIndex{byKey: map[stockKey]*keyLedger{}, byOrder: map[string][]*Reservation{}, pos: make(map[string]int32, len(s.Reservations)),
 		held: map[string]struct{}{}, terminal: map[string]struct{}{}}
 	for _, r := range s.Reservations {
 		x.addReservation(r)
@@ -80,7 +83,7 @@ func (s *AllocationState) rebuildIndex() {
 func (x *allocIndex) key(k stockKey) *keyLedger {
 	kl := x.byKey[k]
 	if kl == nil {
-		kl = &keyLedger{all: map[string]struct{}{}, active: map[string]*Reservation{}, minHeld: math.MaxInt64}
+		kl = &keyLedger{minHeld: math.MaxInt64}
 		x.byKey[k] = kl
 	}
 	return kl
@@ -88,18 +91,14 @@ func (x *allocIndex) key(k stockKey) *keyLedger {
 
 func (x *allocIndex) addReservation(r *Reservation) {
 	kl := x.key(stockKey{r.SKU, r.LocationID})
-	kl.all[r.ID] = struct{}{}
-	ids := x.byOrder[r.OrderID]
-	if ids == nil {
-		ids = map[string]struct{}{}
-		x.byOrder[r.OrderID] = ids
-	}
-	ids[r.ID] = struct{}{}
+	x.pos[r.ID] = int32(len(kl.res))
+	kl.res = append(kl.res, r)
+	x.byOrder[r.OrderID] = append(x.byOrder[r.OrderID], r)
 	if !r.Status.Active() {
 		x.terminal[r.ID] = struct{}{}
 		return
 	}
-	kl.active[r.ID] = r
+	kl.active++
 	kl.reserved += r.Quantity
 	if r.Status == ResHeld {
 		x.held[r.ID] = struct{}{}
@@ -115,31 +114,42 @@ func (x *allocIndex) removeReservation(r *Reservation) {
 	if kl == nil {
 		return
 	}
-	delete(kl.all, r.ID)
-	if ids := x.byOrder[r.OrderID]; ids != nil {
-		delete(ids, r.ID)
-		if len(ids) == 0 {
+	if i, ok := x.pos[r.ID]; ok && int(i) < len(kl.res) && kl.res[i].ID == r.ID {
+		last := len(kl.res) - 1
+		kl.res[i] = kl.res[last]
+		x.pos[kl.res[i].ID] = i
+		kl.res[last] = nil
+		kl.res = kl.res[:last]
+		delete(x.pos, r.ID)
+	}
+	if rs := x.byOrder[r.OrderID]; rs != nil {
+		if i := slices.IndexFunc(rs, func(v *Reservation) bool { return v.ID == r.ID }); i >= 0 {
+			rs = slices.Delete(rs, i, i+1)
+		}
+		if len(rs) == 0 {
 			delete(x.byOrder, r.OrderID)
+		} else {
+			x.byOrder[r.OrderID] = rs
 		}
 	}
 	delete(x.terminal, r.ID)
 	delete(x.held, r.ID)
-	if _, ok := kl.active[r.ID]; ok {
-		delete(kl.active, r.ID)
+	if r.Status.Active() {
+		kl.active--
 		kl.reserved -= r.Quantity
-		if len(kl.active) == 0 {
+		if kl.active == 0 {
 			kl.reserved = 0 // no float residue once nothing is reserved
 		}
 		if r.Status == ResHeld && r.ExpiresAt != nil && r.ExpiresAt.UnixMilli() <= kl.minHeld {
 			kl.minHeld = math.MaxInt64
-			for _, a := range kl.active {
+			for _, a := range kl.res {
 				if a.Status == ResHeld && a.ExpiresAt != nil {
 					kl.minHeld = min(kl.minHeld, a.ExpiresAt.UnixMilli())
 				}
 			}
 		}
 	}
-	if len(kl.all) == 0 && len(kl.promises.events) == 0 {
+	if len(kl.res) == 0 && len(kl.promises.events) == 0 {
 		delete(x.byKey, k)
 	}
 }
@@ -162,7 +172,7 @@ func (x *allocIndex) removePromises(a *Allocation) {
 			k := stockKey{l.SKU, b.LocationID}
 			if kl := x.byKey[k]; kl != nil {
 				kl.promises.remove(tlEvent{at: b.PromiseDate.UnixMilli(), qty: -b.Quantity, owner: promiseOwner(a.OrderID, l.LineID)})
-				if len(kl.all) == 0 && len(kl.promises.events) == 0 {
+				if len(kl.res) == 0 && len(kl.promises.events) == 0 {
 					delete(x.byKey, k)
 				}
 			}
@@ -217,7 +227,7 @@ func (s *AllocationState) ReservedAt(sku, loc string, now time.Time) float64 {
 		return kl.reserved
 	}
 	var t float64
-	for _, r := range kl.active {
+	for _, r := range kl.res {
 		if r.ActiveAt(now) {
 			t += r.Quantity
 		}
@@ -265,21 +275,20 @@ func (s *AllocationState) ReservedKeys() [][2]string {
 
 // OrderReservations returns the reservations of an order (every status), oldest first.
 func (s *AllocationState) OrderReservations(orderID string) []*Reservation {
-	ids := s.index().byOrder[orderID]
-	out := make([]*Reservation, 0, len(ids))
-	for id := range ids {
-		out = append(out, s.Reservations[id])
-	}
+	out := slices.Clone(s.index().byOrder[orderID])
 	slices.SortFunc(out, func(a, b *Reservation) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
 // activeOf returns the reservations of an order active at now, oldest first.
 func (s *AllocationState) activeOf(orderID string, now time.Time) []*Reservation {
-	ids := s.index().byOrder[orderID]
-	out := make([]*Reservation, 0, len(ids))
-	for id := range ids {
-		if r := s.Reservations[id]; r.ActiveAt(now) {
+	rs := s.index().byOrder[orderID]
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]*Reservation, 0, len(rs))
+	for _, r := range rs {
+		if r.ActiveAt(now) {
 			out = append(out, r)
 		}
 	}
@@ -310,14 +319,17 @@ type ReservationFilter struct {
 // EXPIRED even before the sweep records it.
 func (s *AllocationState) ListReservations(f ReservationFilter, now time.Time) Page[Reservation] {
 	x := s.index()
-	var ids map[string]struct{}
+	var from []*Reservation
+	scoped := true
 	switch {
 	case f.OrderID != "":
-		ids = x.byOrder[f.OrderID]
+		from = x.byOrder[f.OrderID]
 	case f.SKU != "" && f.LocationID != "":
 		if kl := x.byKey[stockKey{f.SKU, f.LocationID}]; kl != nil {
-			ids = kl.all
+			from = kl.res
 		}
+	default:
+		scoped = false
 	}
 	out := make([]Reservation, 0)
 	add := func(r *Reservation) {
@@ -331,9 +343,9 @@ func (s *AllocationState) ListReservations(f ReservationFilter, now time.Time) P
 		}
 		out = append(out, v)
 	}
-	if ids != nil || f.OrderID != "" || (f.SKU != "" && f.LocationID != "") {
-		for id := range ids {
-			add(s.Reservations[id])
+	if scoped {
+		for _, r := range from {
+			add(r)
 		}
 	} else {
 		for _, r := range s.Reservations {
