@@ -14,9 +14,9 @@ type benchWorld struct {
 	sources []SourceCandidate
 }
 
-func (w *benchWorld) KnownSKU(string) bool                      { return true }
-func (w *benchWorld) LocationActive(string) bool                { return true }
-func (w *benchWorld) Supply(sku, loc string) Supply             { return w.supply[stockKey{sku, loc}] }
+func (w *benchWorld) KnownSKU(string) bool                     { return true }
+func (w *benchWorld) LocationActive(string) bool               { return true }
+func (w *benchWorld) Supply(sku, loc string) Supply            { return w.supply[stockKey{sku, loc}] }
 func (w *benchWorld) Sources(string, string) []SourceCandidate { return w.sources }
 
 const (
