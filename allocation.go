@@ -555,3 +555,58 @@ func snap(v float64) float64 {
 	}
 	return v
 }
+
+// AllocationView is an order's allocation as GET /api/orders shows it (quantities rounded).
+type AllocationView struct {
+	Status              AllocationStatus `json:"status"`
+	ReasonCode          string           `json:"reasonCode,omitempty"`
+	OrderVersion        int64            `json:"orderVersion"`
+	Lines               []LineView       `json:"lines"`
+	EarliestPromiseDate *time.Time       `json:"earliestPromiseDate,omitempty"`
+	UpdatedAt           time.Time        `json:"updatedAt"`
+}
+
+// LineView is one line of an AllocationView.
+type LineView struct {
+	LineID              string               `json:"lineId"`
+	SKU                 string               `json:"skuId"`
+	Quantity            Quantity             `json:"quantity"`
+	Allocations         []LineAllocationView `json:"allocations"`
+	BackorderedQuantity Quantity             `json:"backorderedQuantity"`
+	Backorders          []BackorderView      `json:"backorders"`
+	Shortfall           Quantity             `json:"shortfall"`
+	PromiseDate         *time.Time           `json:"promiseDate"`
+}
+
+// LineAllocationView is one reservation of a LineView.
+type LineAllocationView struct {
+	LocationID    string   `json:"locationId"`
+	Quantity      Quantity `json:"quantity"`
+	ReservationID string   `json:"reservationId"`
+}
+
+// BackorderView is one backorder of a LineView.
+type BackorderView struct {
+	LocationID  string    `json:"locationId"`
+	Quantity    Quantity  `json:"quantity"`
+	PromiseDate time.Time `json:"promiseDate"`
+}
+
+// View renders the allocation for the API.
+func (a *Allocation) View() AllocationView {
+	v := AllocationView{Status: a.Status, ReasonCode: a.ReasonCode, OrderVersion: a.OrderVersion, EarliestPromiseDate: a.EarliestPromiseDate,
+		UpdatedAt: a.UpdatedAt, Lines: make([]LineView, len(a.Lines))}
+	for i, l := range a.Lines {
+		lv := LineView{LineID: l.LineID, SKU: l.SKU, Quantity: Quantity(l.Quantity), BackorderedQuantity: Quantity(l.BackorderedQuantity),
+			Shortfall: Quantity(l.Shortfall), PromiseDate: l.PromiseDate, Allocations: make([]LineAllocationView, len(l.Allocations)),
+			Backorders: make([]BackorderView, len(l.Backorders))}
+		for j, al := range l.Allocations {
+			lv.Allocations[j] = LineAllocationView{LocationID: al.LocationID, Quantity: Quantity(al.Quantity), ReservationID: al.ReservationID}
+		}
+		for j, b := range l.Backorders {
+			lv.Backorders[j] = BackorderView{LocationID: b.LocationID, Quantity: Quantity(b.Quantity), PromiseDate: b.PromiseDate}
+		}
+		v.Lines[i] = lv
+	}
+	return v
+}

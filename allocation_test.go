@@ -686,3 +686,25 @@ func TestAllocStatusOf(t *testing.T) {
 		}
 	}
 }
+
+func TestAllocationView(t *testing.T) {
+	l := &AllocationState{}
+	w := newAllocWorld().stock("X", "A", 1.0/3).receipt("X", "A", day(2), 5)
+	out := allocOne(t, l, w, withTerms(order("o", line("1", "X", "A", 2)), OrderTerms{MaxLatenessDays: 3}), allocT0)
+	b, err := json.Marshal(out.Allocation.View())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	ln := got["lines"].([]any)[0].(map[string]any)
+	if got["status"] != "BACKORDERED" || ln["backorderedQuantity"] != 1.67 || ln["allocations"].([]any)[0].(map[string]any)["quantity"] != 0.33 ||
+		ln["promiseDate"] != "2026-11-04T10:00:00Z" {
+		t.Errorf("got %s", b)
+	}
+	if _, ok := got["notified"]; ok {
+		t.Errorf("the view shows internals: %s", b)
+	}
+}
