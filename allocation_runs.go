@@ -23,7 +23,9 @@ type RunStrategy string
 //     scope goes back to the pool (COMMITTED reservations stay: the order is confirmed); then every
 //     order of the scope is allocated again in allocation order. A higher-priority order takes
 //     stock a lower-priority one held; an order may lose stock, or fail under FILL_OR_KILL or
-//     SHIP_COMPLETE. Reservations placing the same quantity at the same location keep their id.
+//     SHIP_COMPLETE (a failed order holds nothing, its COMMITTED reservations included: only an
+//     order holding HELD ones beside them can fail). Reservations placing the same quantity at the
+//     same location keep their id.
 const (
 	StrategyProtectExisting RunStrategy = "PROTECT_EXISTING"
 	StrategyRedistribute    RunStrategy = "REDISTRIBUTE_BY_PRIORITY"

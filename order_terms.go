@@ -87,3 +87,19 @@ func LineIDs(i int, ids []string) ([]string, *RowError) {
 	}
 	return out, nil
 }
+
+// JSONFieldPath removes the names of embedded structs from the field path of a
+// *json.UnmarshalTypeError ("OrderTermsRow.priority" is "priority" in the row): decodeRow should
+// pass its Field through this once OrderRow embeds OrderTermsRow. The JSON names of this service are
+// lowerCamelCase, so a segment starting with an upper-case letter is a Go struct name.
+func JSONFieldPath(field string) string {
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" && p[0] >= 'A' && p[0] <= 'Z' {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
+}
