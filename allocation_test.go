@@ -708,3 +708,62 @@ func TestAllocationView(t *testing.T) {
 		t.Errorf("the view shows internals: %s", b)
 	}
 }
+
+// TestBatchSumsTheSameItem: two orders of one batch asking the same sku are checked against their
+// sum (medusa#16502), whatever their fill policy.
+func TestBatchSumsTheSameItem(t *testing.T) {
+	tests := []struct {
+		fill FillPolicy
+		want []string
+	}{
+		{FillPartial, []string{"a ALLOCATED", "b PARTIAL"}},
+		{FillOrKill, []string{"a ALLOCATED", "b FAILED"}},
+		{FillComplete, []string{"a ALLOCATED", "b FAILED"}},
+	}
+	for _, tt := range tests {
+		l := &AllocationState{}
+		w := newAllocWorld().stock("X", "A", 10)
+		a := withTerms(order("a", line("1", "X", "A", 6)), OrderTerms{Fill: tt.fill})
+		b := withTerms(order("b", line("1", "X", "A", 6)), OrderTerms{Fill: tt.fill})
+		applyAll(t, l, OutcomeRecords(NewAllocator(l, w, AllocationConfig{}, allocT0).AllocateBatch([]AllocOrder{b, a})))
+		if got := statuses(l, "a", "b"); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %q, want %q", tt.fill, got, tt.want)
+		}
+		if got := l.ReservedAt("X", "A", allocT0); got > 10 {
+			t.Errorf("%s: reserved %g of 10", tt.fill, got)
+		}
+	}
+}
+
+func TestListReservations(t *testing.T) {
+	l := &AllocationState{}
+	w := newAllocWorld().stock("X", "A", 10).stock("X", "B", 10).stock("Y", "A", 10)
+	allocOne(t, l, w, order("o1", line("1", "X", "A", 2), line("2", "Y", "A", 2)), allocT0)
+	allocOne(t, l, w, order("o2", line("1", "X", "B", 2)), allocT0)
+	o1 := order("o1", line("1", "X", "A", 2))
+	o1.Version = 1
+	allocOne(t, l, w, o1, allocT0) // releases o1's line 2
+	count := func(f ReservationFilter) int { return l.ListReservations(f, allocT0).Total }
+	tests := []struct {
+		f    ReservationFilter
+		want int
+	}{
+		{ReservationFilter{}, 3},
+		{ReservationFilter{OrderID: "o1"}, 2},
+		{ReservationFilter{OrderID: "o1", Status: ResHeld}, 1},
+		{ReservationFilter{Status: ResReleased}, 1},
+		{ReservationFilter{SKU: "X"}, 2},
+		{ReservationFilter{SKU: "X", LocationID: "A"}, 1},
+		{ReservationFilter{LocationID: "A"}, 2},
+		{ReservationFilter{OrderID: "nope"}, 0},
+		{ReservationFilter{SKU: "Z", LocationID: "A"}, 0},
+	}
+	for _, tt := range tests {
+		if got := count(tt.f); got != tt.want {
+			t.Errorf("%+v: got %d, want %d", tt.f, got, tt.want)
+		}
+	}
+	if p := l.ListReservations(ReservationFilter{Limit: 2}, allocT0); len(p.Items) != 2 || p.Items[0].ID < p.Items[1].ID {
+		t.Errorf("page: got %d items, newest first %v", len(p.Items), p.Items)
+	}
+}
