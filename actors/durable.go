@@ -16,7 +16,6 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/supplyplan/supplyplan"
-	"github.com/supplyplan/supplyplan/streams"
 )
 
 // State is what a durable actor owns: changed only by Apply, rebuilt by replaying records.
@@ -67,7 +66,7 @@ type drainMsg struct{ done chan struct{} }
 // durable is the generic journaled actor shared by tenant and platform actors.
 type durable[S State] struct {
 	stream    string
-	journal   *streams.Journal
+	journal   supplyplan.Journal
 	newState  func() S
 	log       *slog.Logger
 	snapEvery int
@@ -288,7 +287,7 @@ func (d *durable[S]) run(m txMsg[S]) {
 		if err == nil && d.durableSeq.Load() < d.seq {
 			// A read must not see a write that is not durable yet: answer after the next commit.
 			stream := d.stream
-			d.journal.Barrier(func(jerr error) {
+			d.journal.Barrier(stream, func(jerr error) {
 				if jerr != nil {
 					m.respond(txReply{stream: stream, err: d.unavailable()})
 					return
@@ -404,7 +403,7 @@ func (d *durable[S]) drain(m drainMsg) {
 	if d.sinceSnap > 0 && !d.snapping {
 		d.snapshot(true)
 	}
-	d.journal.Barrier(func(error) { close(m.done) })
+	d.journal.Barrier(d.stream, func(error) { close(m.done) })
 }
 
 // ask sends fn to the actor at pid and waits for its reply or ctx's end.

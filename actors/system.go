@@ -11,12 +11,11 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/supplyplan/supplyplan"
-	"github.com/supplyplan/supplyplan/streams"
 )
 
 // Config configures the actor system.
 type Config struct {
-	Journal *streams.Journal
+	Journal supplyplan.Journal
 	Logger  *slog.Logger
 	// SnapshotEvery takes a snapshot of a stream after this many journal entries (default 10000).
 	SnapshotEvery int
