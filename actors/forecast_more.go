@@ -16,7 +16,7 @@ import (
 // are empty) over horizon weeks. One series is forecast directly; a total is forecast top-down from
 // its summed weekly history (aggregated in the store), with the org-wide events and, for one
 // product, that product's own events.
-func (s *System) totalSeries(ctx context.Context, org, product, location string, opt forecast.Options) (forecast.Result, bool, error) {
+func (s *Forecasts) totalSeries(ctx context.Context, org, product, location string, opt forecast.Options) (forecast.Result, bool, error) {
 	if product != "" && location != "" {
 		k := supplyplan.DemandKey{SKU: product, Location: location, Channel: supplyplan.ChannelAll}
 		res, err := s.fc.run(ctx, org, []supplyplan.DemandKey{k}, opt, time.Time{})
@@ -32,7 +32,7 @@ func (s *System) totalSeries(ctx context.Context, org, product, location string,
 	if location != "" {
 		q.Locations = []string{location}
 	}
-	groups, err := s.cfg.Demand.Aggregate(ctx, org, q)
+	groups, err := s.demand.Aggregate(ctx, org, q)
 	if err != nil {
 		return forecast.Result{}, false, fmt.Errorf("aggregate demand: %w", err)
 	}
@@ -65,7 +65,7 @@ func (s *System) totalSeries(ctx context.Context, org, product, location string,
 }
 
 // ChannelProjection splits the total forecast by the channel mix of the demand history.
-func (s *System) ChannelProjection(ctx context.Context, p supplyplan.Principal, productRef, location string, horizon int) (supplyplan.ChannelProjection, error) {
+func (s *Forecasts) ChannelProjection(ctx context.Context, p supplyplan.Principal, productRef, location string, horizon int) (supplyplan.ChannelProjection, error) {
 	if horizon == 0 {
 		horizon = supplyplan.DefaultHorizonWeeks
 	}
@@ -92,7 +92,7 @@ func (s *System) ChannelProjection(ctx context.Context, p supplyplan.Principal, 
 	if location != "" {
 		q.Locations = []string{location}
 	}
-	groups, err := s.cfg.Demand.Aggregate(ctx, p.OrgID, q)
+	groups, err := s.demand.Aggregate(ctx, p.OrgID, q)
 	if err != nil {
 		return out, fmt.Errorf("aggregate channels: %w", err)
 	}
@@ -149,7 +149,7 @@ func (s *System) ChannelProjection(ctx context.Context, p supplyplan.Principal, 
 }
 
 // LongTerm forecasts months ahead and sums by month or quarter, with intervals that widen.
-func (s *System) LongTerm(ctx context.Context, p supplyplan.Principal, productRef, location string, months int, granularity string, interval float64) (supplyplan.LongTermForecast, error) {
+func (s *Forecasts) LongTerm(ctx context.Context, p supplyplan.Principal, productRef, location string, months int, granularity string, interval float64) (supplyplan.LongTermForecast, error) {
 	fe := supplyplan.FieldErrors{}
 	if months == 0 {
 		months = 18
@@ -230,7 +230,7 @@ type accPair struct {
 }
 
 // Accuracy scores stored forecast versions against the actuals that arrived later.
-func (s *System) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyplan.AccuracyQuery) (supplyplan.AccuracyReport, error) {
+func (s *Forecasts) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyplan.AccuracyQuery) (supplyplan.AccuracyReport, error) {
 	if q.WindowWeeks == 0 {
 		q.WindowWeeks = 13
 	}
@@ -241,7 +241,7 @@ func (s *System) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyp
 	if err != nil {
 		return supplyplan.AccuracyReport{}, err
 	}
-	versions, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ForecastVersion, []supplyplan.Record, error) {
+	versions, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ForecastVersion, []supplyplan.Record, error) {
 		return st.Versions(), nil, nil
 	})
 	if err != nil {
@@ -297,7 +297,7 @@ func (s *System) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyp
 	for k := range keys {
 		klist = append(klist, k)
 	}
-	hist, err := s.cfg.Demand.SeriesBatch(ctx, p.OrgID, klist, time.Time{}, to.Add(-time.Nanosecond))
+	hist, err := s.demand.SeriesBatch(ctx, p.OrgID, klist, time.Time{}, to.Add(-time.Nanosecond))
 	if err != nil {
 		return rep, fmt.Errorf("read actuals: %w", err)
 	}
@@ -403,8 +403,8 @@ func metrics(pairs []accPair, groupOf func(accPair) string) map[string]supplypla
 const maxLiftSeries = 500
 
 // EventLift compares an event's planned and realised lift over the series it applies to.
-func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID string) (supplyplan.EventLiftReport, error) {
-	ev, err := s.GetEvent(ctx, p, eventID)
+func (s *Forecasts) EventLift(ctx context.Context, p supplyplan.Principal, eventID string) (supplyplan.EventLiftReport, error) {
+	ev, err := s.event(ctx, p.OrgID, eventID)
 	if err != nil {
 		return supplyplan.EventLiftReport{}, err
 	}
@@ -444,7 +444,7 @@ func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID 
 		}
 		return rep, nil
 	}
-	hist, err := s.cfg.Demand.SeriesBatch(ctx, p.OrgID, keys, time.Time{}, thisWeek.Add(-time.Nanosecond))
+	hist, err := s.demand.SeriesBatch(ctx, p.OrgID, keys, time.Time{}, thisWeek.Add(-time.Nanosecond))
 	if err != nil {
 		return rep, fmt.Errorf("read history: %w", err)
 	}
@@ -507,5 +507,3 @@ func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID 
 	}
 	return rep, nil
 }
-
-var _ supplyplan.ForecastService = (*System)(nil)

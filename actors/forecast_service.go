@@ -18,12 +18,12 @@ type scenarioView struct {
 }
 
 // resolveSeries checks the product and location of a query and loads the scenario.
-func (s *System) resolveSeries(ctx context.Context, org, productRef, location, scenarioID string) (string, scenarioView, error) {
+func (s *Forecasts) resolveSeries(ctx context.Context, org, productRef, location, scenarioID string) (string, scenarioView, error) {
 	type resolved struct {
 		product string
 		view    scenarioView
 	}
-	r, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
+	r, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
 		var out resolved
 		fe := supplyplan.FieldErrors{}
 		if productRef != "" {
@@ -91,7 +91,7 @@ func forecastOptions(q supplyplan.ForecastQuery) (forecast.Options, error) {
 }
 
 // Forecast answers GET /api/forecast: one series, or every series of the tenant (paginated).
-func (s *System) Forecast(ctx context.Context, p supplyplan.Principal, q supplyplan.ForecastQuery) (supplyplan.ForecastResponse, error) {
+func (s *Forecasts) Forecast(ctx context.Context, p supplyplan.Principal, q supplyplan.ForecastQuery) (supplyplan.ForecastResponse, error) {
 	opt, err := forecastOptions(q)
 	if err != nil {
 		return supplyplan.ForecastResponse{}, err
@@ -146,7 +146,7 @@ func (s *System) Forecast(ctx context.Context, p supplyplan.Principal, q supplyp
 
 // channelFactor is the scenario's channel lift for a series: the channel's own lift, or for ALL
 // the lifts weighted by the channels' shares of the last 26 weeks of demand.
-func (s *System) channelFactor(ctx context.Context, org string, k supplyplan.DemandKey, sc *supplyplan.Scenario) (float64, error) {
+func (s *Forecasts) channelFactor(ctx context.Context, org string, k supplyplan.DemandKey, sc *supplyplan.Scenario) (float64, error) {
 	if sc == nil || len(sc.Assumptions.ChannelAdjustments) == 0 {
 		return 1, nil
 	}
@@ -158,7 +158,7 @@ func (s *System) channelFactor(ctx context.Context, org string, k supplyplan.Dem
 		return 1 + adj[k.Channel], nil
 	}
 	from := supplyplan.WeekStart(time.Now()).Add(-26 * week)
-	groups, err := s.cfg.Demand.Aggregate(ctx, org, supplyplan.DemandQuery{SKUs: []string{k.SKU}, Locations: []string{k.Location},
+	groups, err := s.demand.Aggregate(ctx, org, supplyplan.DemandQuery{SKUs: []string{k.SKU}, Locations: []string{k.Location},
 		From: from, GroupBy: []string{"channel"}})
 	if err != nil {
 		return 1, fmt.Errorf("channel mix: %w", err)
@@ -279,12 +279,12 @@ func round2(v float64) float64 { return supplyplan.RoundQuantity(v) }
 func round4(v float64) float64 { return supplyplan.RoundRatio(v) }
 
 // scenarioTotals forecasts every matching series under a scenario and sums them by week.
-func (s *System) scenarioTotals(ctx context.Context, org string, sc *supplyplan.Scenario, productRefs, locations []string, horizon int, asOf time.Time) ([]supplyplan.WeekTotal, []supplyplan.VersionSeries, error) {
+func (s *Forecasts) scenarioTotals(ctx context.Context, org string, sc *supplyplan.Scenario, productRefs, locations []string, horizon int, asOf time.Time) ([]supplyplan.WeekTotal, []supplyplan.VersionSeries, error) {
 	type resolved struct {
 		products []string
 		view     scenarioView
 	}
-	r, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
+	r, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
 		var out resolved
 		fe := supplyplan.FieldErrors{}
 		for _, ref := range productRefs {
@@ -368,7 +368,7 @@ func sumWeekly(w []supplyplan.WeekTotal) (q, b float64) {
 }
 
 // GenerateScenario computes and stores the scenario's forecast version and returns its totals.
-func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.GenerateScenarioInput) (supplyplan.GenerateScenarioResult, error) {
+func (s *Forecasts) GenerateScenario(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.GenerateScenarioInput) (supplyplan.GenerateScenarioResult, error) {
 	horizon := supplyplan.DefaultHorizonWeeks
 	if in.HorizonWeeks != nil {
 		horizon = *in.HorizonWeeks
@@ -391,7 +391,7 @@ func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, i
 		}
 		asOf = t
 	}
-	sc, err := s.GetScenario(ctx, p, id)
+	sc, err := s.scenario(ctx, p.OrgID, id)
 	if err != nil {
 		return supplyplan.GenerateScenarioResult{}, err
 	}
@@ -411,7 +411,7 @@ func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, i
 	v := supplyplan.ForecastVersion{ID: supplyplan.NewID("fv"), ScenarioID: id, GeneratedAt: now, GeneratedBy: p.Actor(),
 		Start: supplyplan.WeekStart(start), HorizonWeeks: horizon, TotalQuantity: supplyplan.Quantity(round2(total)), TotalBaseline: supplyplan.Quantity(round2(base)),
 		Weekly: weekly, Series: series}
-	out, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.GenerateScenarioResult, []supplyplan.Record, error) {
+	out, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.GenerateScenarioResult, []supplyplan.Record, error) {
 		cur, ok := st.Scenarios[id]
 		if !ok {
 			return supplyplan.GenerateScenarioResult{}, nil, supplyplan.NotFound("Scenario")
@@ -444,7 +444,7 @@ func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, i
 }
 
 // CompareScenarios forecasts 2 to 10 scenarios over the same series and compares them with the first.
-func (s *System) CompareScenarios(ctx context.Context, p supplyplan.Principal, in supplyplan.CompareInput) (supplyplan.CompareResult, error) {
+func (s *Forecasts) CompareScenarios(ctx context.Context, p supplyplan.Principal, in supplyplan.CompareInput) (supplyplan.CompareResult, error) {
 	fe := supplyplan.FieldErrors{}
 	if in.ScenarioIDs == nil || len(*in.ScenarioIDs) < 2 || len(*in.ScenarioIDs) > 10 {
 		fe.Add("scenarioIds", "must list 2 to 10 scenario ids")
@@ -468,7 +468,7 @@ func (s *System) CompareScenarios(ctx context.Context, p supplyplan.Principal, i
 	}
 	out := supplyplan.CompareResult{HorizonWeeks: horizon, GeneratedAt: supplyplan.Now()}
 	for i, id := range *in.ScenarioIDs {
-		sc, err := s.GetScenario(ctx, p, id)
+		sc, err := s.scenario(ctx, p.OrgID, id)
 		if err != nil {
 			if supplyplan.ErrorCode(err) == supplyplan.ENOTFOUND {
 				return out, supplyplan.Invalid("scenarioIds", "unknown scenario %q", id)
@@ -503,13 +503,30 @@ func (s *System) CompareScenarios(ctx context.Context, p supplyplan.Principal, i
 	return out, nil
 }
 
+// scenario reads one scenario.
+func (s *Forecasts) scenario(ctx context.Context, org, id string) (supplyplan.Scenario, error) {
+	return tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
+		sc, err := st.GetScenario(id)
+		return sc, nil, err
+	})
+}
+
+// event reads one tenant event or global event.
+func (s *Forecasts) event(ctx context.Context, org, id string) (supplyplan.ExternalEvent, error) {
+	global := s.core.globalLookup()
+	return tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+		e, err := st.GetEvent(id, global)
+		return e, nil, err
+	})
+}
+
 // ChangeHistory lists forecast changes.
-func (s *System) ChangeHistory(ctx context.Context, p supplyplan.Principal, f supplyplan.ChangeFilter) ([]supplyplan.ChangeEntry, int, error) {
+func (s *Forecasts) ChangeHistory(ctx context.Context, p supplyplan.Principal, f supplyplan.ChangeFilter) ([]supplyplan.ChangeEntry, int, error) {
 	type page struct {
 		items []supplyplan.ChangeEntry
 		total int
 	}
-	r, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (page, []supplyplan.Record, error) {
+	r, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (page, []supplyplan.Record, error) {
 		items, total := st.ListChanges(f)
 		return page{items, total}, nil, nil
 	})

@@ -10,12 +10,29 @@ import (
 	"github.com/supplyplan/supplyplan"
 )
 
+// Signals is the sink of live demand signals (the Kafka consumer and the in-process stream of
+// POST /api/demand/signals both feed it): the tenant's actor checks what the signals refer to,
+// the demand store adds them to their weeks, and the tenant's forecasts and alerts follow.
+type Signals struct {
+	core      *Core
+	demand    supplyplan.DemandStore
+	forecasts *Forecasts // invalidated by applied signals (nil: none kept)
+	alerts    *Alerts    // evaluated again after applied signals (nil: none)
+}
+
+// NewSignals returns the signal sink.
+func NewSignals(core *Core, demand supplyplan.DemandStore, forecasts *Forecasts, alerts *Alerts) *Signals {
+	return &Signals{core: core, demand: demand, forecasts: forecasts, alerts: alerts}
+}
+
+var _ supplyplan.SignalSink = (*Signals)(nil)
+
 // ApplySignals implements supplyplan.SignalSink: each batch goes to its tenant actor, which checks
 // the product and location of every signal (a product may be named by id or sku), then the valid
 // signals are added to their weeks in the demand store, durably, deduplicated by signal id.
-func (s *System) ApplySignals(ctx context.Context, orgID string, signals []supplyplan.DemandSignal) ([]supplyplan.SignalOutcome, error) {
+func (s *Signals) ApplySignals(ctx context.Context, orgID string, signals []supplyplan.DemandSignal) ([]supplyplan.SignalOutcome, error) {
 	out := make([]supplyplan.SignalOutcome, len(signals))
-	if _, ok := s.Organization(orgID); !ok {
+	if !s.core.hasOrg(orgID) {
 		for i := range out {
 			out[i] = supplyplan.Rejected(supplyplan.RejectUnknownTenant, fmt.Sprintf("no organization %q", orgID))
 		}
@@ -25,7 +42,7 @@ func (s *System) ApplySignals(ctx context.Context, orgID string, signals []suppl
 		valid []supplyplan.DemandSignal
 		slot  []int
 	}
-	c, err := tenantTx(ctx, s, orgID, func(st *supplyplan.TenantState) (checked, []supplyplan.Record, error) {
+	c, err := tenantTx(ctx, s.core, orgID, func(st *supplyplan.TenantState) (checked, []supplyplan.Record, error) {
 		var r checked
 		for i, sg := range signals {
 			// Callers validated the signal already; checked again because one signal the demand store
@@ -62,12 +79,12 @@ func (s *System) ApplySignals(ctx context.Context, orgID string, signals []suppl
 	if len(c.valid) == 0 {
 		return out, nil
 	}
-	if s.cfg.Demand == nil {
+	if s.demand == nil {
 		return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "No demand store configured")
 	}
 	// Concurrent calls for one tenant are fine: the embedded store group-commits them and dedups in
 	// its committer; the ClickHouse store serializes its read-then-write per organization itself.
-	fresh, err := s.cfg.Demand.AddSignals(ctx, orgID, c.valid)
+	fresh, err := s.demand.AddSignals(ctx, orgID, c.valid)
 	if err != nil {
 		return nil, fmt.Errorf("add demand signals: %w", err)
 	}
@@ -81,20 +98,15 @@ func (s *System) ApplySignals(ctx context.Context, orgID string, signals []suppl
 		}
 	}
 	if applied > 0 {
-		s.fc.bumpDemand(orgID)
-		s.signalsApplied(orgID, c.valid, fresh)
+		if s.forecasts != nil {
+			s.forecasts.demandChanged(orgID)
+		}
+		if s.alerts != nil {
+			s.alerts.demandSignalled(orgID)
+		}
 	}
 	return out, nil
 }
-
-// signalsApplied reacts to live demand: the tenant's alerts are evaluated again (spikes,
-// stockout risk, and every rule whose demand rate moved), debounced by SignalDebounce so that a
-// steady stream of signals costs one evaluation per interval.
-func (s *System) signalsApplied(orgID string, _ []supplyplan.DemandSignal, _ []bool) {
-	s.alerts.scheduleIn(orgID, s.cfg.Outbound.SignalDebounce)
-}
-
-var _ supplyplan.SignalSink = (*System)(nil)
 
 // fieldList renders a VALIDATION_ERROR's details as "field: problem; field: problem".
 func fieldList(err error) string {
