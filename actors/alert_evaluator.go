@@ -142,6 +142,9 @@ type tenantSnapshot struct {
 	inbound   map[string]float64
 }
 
+// evaluate gathers what the rules need outside any actor (the tenant's stock from its actor,
+// demand from the demand store, forecasts from the engine), lets the domain decide
+// (AlertThresholds.EvaluateTenant, AlertConfig.Observe), and records what the gate fires.
 func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.EvalReport, error) {
 	select {
 	case a.sem <- struct{}{}:
@@ -165,12 +168,6 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 	now := time.Now().UTC()
 	snap, err := tenantTx(ctx, a.svc.core, org, func(st *supplyplan.TenantState) (tenantSnapshot, []supplyplan.Record, error) {
 		lt := st.LeadTimes()
-		leadOf := func(p string) int {
-			if d, ok := lt[p]; ok {
-				return d
-			}
-			return th.DefaultLeadTimeDays
-		}
 		sn := tenantSnapshot{products: make(map[string]*supplyplan.Product, len(st.Products)), leadTimes: lt,
 			levels: make([]*supplyplan.InventoryLevel, 0, len(st.Inventory))}
 		for id, p := range st.Products {
@@ -179,123 +176,84 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 		for _, l := range st.Inventory {
 			sn.levels = append(sn.levels, l)
 		}
-		sn.inbound = st.InboundWithin(func(p string) time.Time { return now.AddDate(0, 0, leadOf(p)) })
+		sn.inbound = st.InboundWithin(func(p string) time.Time { return now.AddDate(0, 0, th.LeadTimeOf(lt, p)) })
 		return sn, nil, nil
 	})
 	if err != nil {
 		return rep, err
 	}
-	leadOf := func(p string) int {
-		if d, ok := snap.leadTimes[p]; ok {
-			return d
-		}
-		return th.DefaultLeadTimeDays
-	}
 	slices.SortFunc(snap.levels, func(x, y *supplyplan.InventoryLevel) int {
 		return compareStrings(x.SKU+"\x00"+x.LocationID, y.SKU+"\x00"+y.LocationID)
 	})
 	rep.SKULocations = len(snap.levels)
+	in := supplyplan.TenantEval{Products: snap.products, Levels: snap.levels, LeadTimes: snap.leadTimes, Inbound: snap.inbound}
 
 	// Demand: the total of every channel per sku-location, and every stored series.
-	weeks := max(th.RateWeeks, th.SlowMovingWeeks, th.SpikeBaselineWeeks, th.DeviationBiasWeeks) + 2
-	from := supplyplan.WeekStart(now).AddDate(0, 0, -7*weeks)
+	from := th.HistoryFrom(now)
 	itemKeys := make([]supplyplan.DemandKey, len(snap.levels))
 	for i, l := range snap.levels {
 		itemKeys[i] = supplyplan.DemandKey{SKU: l.SKU, Location: l.LocationID, Channel: supplyplan.ChannelAll}
 	}
-	var hist, seriesHist map[supplyplan.DemandKey][]supplyplan.WeekValue
-	var seriesKeys []supplyplan.DemandKey
 	if d := a.svc.demand; d != nil {
-		if hist, err = d.SeriesBatch(ctx, org, itemKeys, from, time.Time{}); err != nil {
+		if in.History, err = d.SeriesBatch(ctx, org, itemKeys, from, time.Time{}); err != nil {
 			return rep, err
 		}
-		if seriesKeys, err = d.Keys(ctx, org); err != nil {
+		if in.Series, err = d.Keys(ctx, org); err != nil {
 			return rep, err
 		}
 		var extra []supplyplan.DemandKey
-		for _, k := range seriesKeys {
+		for _, k := range in.Series {
 			if k.Channel != supplyplan.ChannelAll {
 				extra = append(extra, k)
 			}
 		}
-		seriesHist = hist
+		in.SeriesHistory = in.History
 		if len(extra) > 0 {
 			more, err := d.SeriesBatch(ctx, org, extra, from, time.Time{})
 			if err != nil {
 				return rep, err
 			}
-			seriesHist = make(map[supplyplan.DemandKey][]supplyplan.WeekValue, len(hist)+len(more))
-			for k, v := range hist {
-				seriesHist[k] = v
+			in.SeriesHistory = make(map[supplyplan.DemandKey][]supplyplan.WeekValue, len(in.History)+len(more))
+			for k, v := range in.History {
+				in.SeriesHistory[k] = v
 			}
 			for k, v := range more {
-				seriesHist[k] = v
+				in.SeriesHistory[k] = v
 			}
 		}
 	}
-	rep.Series = len(seriesKeys)
+	rep.Series = len(in.Series)
 
 	// Forecasts from the engine (in batches, through its cache): over the longest lead time from
 	// this week for the stock rules, and of last week made before it for the interval check.
 	// Without an engine, or for a series it cannot forecast, the rules use the moving average.
 	last := supplyplan.WeekStart(now).AddDate(0, 0, -7)
-	var itemFc, lastFc map[supplyplan.DemandKey]supplyplan.SeriesForecast
-	if f := a.svc.forecaster; f != nil && len(hist) > 0 {
-		horizon := th.StockoutHorizonWeeks
-		for _, d := range snap.leadTimes {
-			horizon = max(horizon, (d+6)/7)
-		}
-		horizon = max(horizon, (th.DefaultLeadTimeDays+6)/7)
+	if f := a.svc.forecaster; f != nil && len(in.History) > 0 {
 		var withHistory []supplyplan.DemandKey
 		for _, k := range itemKeys {
-			if len(hist[k]) > 0 {
+			if len(in.History[k]) > 0 {
 				withHistory = append(withHistory, k)
 			}
 		}
 		// Background work: one core, so that API requests keep the other.
 		bg := background(ctx)
-		if itemFc, err = supplyplan.ForecastMany(bg, f, org, withHistory, horizon, now); err != nil {
+		if in.Forecasts, err = supplyplan.ForecastMany(bg, f, org, withHistory, th.ForecastHorizon(snap.leadTimes), now); err != nil {
 			a.svc.core.log.Warn("alert evaluation without forecasts", "org", org, "err", err)
 		}
-		if lastFc, err = supplyplan.ForecastMany(bg, f, org, seriesKeys, 1, last); err != nil {
+		if in.LastWeek, err = supplyplan.ForecastMany(bg, f, org, in.Series, 1, last); err != nil {
 			a.svc.core.log.Warn("alert evaluation without last-week forecasts", "org", org, "err", err)
 		}
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
 	}
-	var conds []supplyplan.Condition
-	for i, l := range snap.levels {
-		p := snap.products[l.SKU]
-		it := supplyplan.EvalItem{Product: p, Level: l, LeadTimeDays: leadOf(l.SKU),
-			InboundDue: snap.inbound[supplyplan.InventoryKey(l.SKU, l.LocationID)], History: hist[itemKeys[i]]}
-		if fc, ok := itemFc[itemKeys[i]]; ok {
-			it.Forecast = &fc
-		}
-		conds = th.EvaluateItem(it, now, conds)
-		if i%1024 == 1023 && ctx.Err() != nil {
-			return rep, ctx.Err()
-		}
-	}
-	for _, k := range seriesKeys {
-		s := supplyplan.EvalSeries{Key: k, Product: snap.products[k.SKU], History: seriesHist[k]}
-		if fc, ok := lastFc[k]; ok {
-			s.LastWeek = &fc
-		}
-		conds = th.EvaluateSeries(s, now, conds)
+	conds, ok := th.EvaluateTenant(in, now, func() bool { return ctx.Err() != nil })
+	if !ok {
+		return rep, ctx.Err()
 	}
 
 	// Only the enabled alert types take part (webhook-only signals always do).
-	byKey := map[string]supplyplan.Condition{}
-	obs := make([]supplyplan.GateObservation, 0, len(conds))
-	for _, c := range conds {
-		if isAlertKind(c.Key.Kind) && !cfg.AlertTypes[supplyplan.AlertKind(c.Key.Kind)] {
-			continue
-		}
-		k := c.Key.String()
-		byKey[k] = c
-		obs = append(obs, supplyplan.GateObservation{Key: k, State: c.State})
-	}
+	obs, byKey := cfg.Observe(conds)
 	rep.Conditions = len(obs)
 	fired, events, err := a.record(ctx, org, cfg, obs, byKey, now)
 	if err != nil {
@@ -305,10 +263,6 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 	rep.Took = time.Since(start)
 	rep.TookMs = float64(rep.Took.Microseconds()) / 1000
 	return rep, nil
-}
-
-func isAlertKind(k string) bool {
-	return slices.Contains(supplyplan.AlertKinds, supplyplan.AlertKind(k))
 }
 
 func compareStrings(a, b string) int {
@@ -321,8 +275,8 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-// record passes the observations through the gate and stores what fires: alerts (with their
-// deliveries) and demand_signal.* events to the subscribed endpoints.
+// record passes the observations through the gate and stores what fires (supplyplan.PlanFirings):
+// alerts (with their deliveries) and demand_signal.* events to the subscribed endpoints.
 func (a *alertEvaluator) record(ctx context.Context, org string, cfg supplyplan.AlertConfig, obs []supplyplan.GateObservation,
 	byKey map[string]supplyplan.Condition, now time.Time) (int, int, error) {
 	gate := a.cfg.Gate
@@ -357,43 +311,10 @@ func (a *alertEvaluator) record(ctx context.Context, org string, cfg supplyplan.
 			}
 		}
 		var res result
-		cur := st.AlertConfig() // destinations as stored now
-		// The most severe (then most valuable) alerts are sent; past the cap the rest stay in
-		// history, suppressed, so that a first import does not send thousands of messages.
-		slices.SortStableFunc(keys, func(x, y string) int {
-			cx, cy := byKey[x], byKey[y]
-			if r := supplyplan.SeverityRank(cx.Severity) - supplyplan.SeverityRank(cy.Severity); r != 0 {
-				return r
-			}
-			vx, vy := 0.0, 0.0
-			if cx.Value != nil {
-				vx = *cx.Value
-			}
-			if cy.Value != nil {
-				vy = *cy.Value
-			}
-			return compareFloat(vy, vx)
-		})
-		sent := 0
-		capN := a.cfg.Thresholds.MaxDeliveredPerEvaluation
-		for _, k := range keys {
-			c, ok := byKey[k]
-			if !ok {
-				continue
-			}
-			if isAlertKind(c.Key.Kind) {
-				dcfg := cur
-				if capN > 0 && sent >= capN {
-					dcfg.Destinations = nil
-				}
-				al := supplyplan.NewAlert(dcfg, supplyplan.AlertKind(c.Key.Kind), c.Severity, c.Message, c.Key.Product,
-					c.Key.Location, c.Key.Channel, "evaluation", c.Value, stamp)
-				if dcfg.Destinations == nil {
-					al.Suppressed = true
-				} else {
-					sent++
-				}
-				ds, arecs, err := st.RecordAlert(al, pol, stamp)
+		// Destinations as stored now.
+		for _, f := range supplyplan.PlanFirings(org, keys, byKey, st.AlertConfig(), a.cfg.Thresholds.MaxDeliveredPerEvaluation, stamp) {
+			if f.Alert != nil {
+				ds, arecs, err := st.RecordAlert(*f.Alert, pol, stamp)
 				if err != nil {
 					return result{}, nil, err
 				}
@@ -402,8 +323,7 @@ func (a *alertEvaluator) record(ctx context.Context, org string, cfg supplyplan.
 				recs = append(recs, arecs...)
 				continue
 			}
-			ev := supplyplan.DomainEvent{ID: supplyplan.NewID("evt"), Type: c.Key.Kind, OrganizationID: org, Timestamp: stamp, Data: c.Data}
-			ds, erecs, err := st.AcceptEvent(ev, pol, stamp)
+			ds, erecs, err := st.AcceptEvent(*f.Event, pol, stamp)
 			if err != nil {
 				return result{}, nil, err
 			}
@@ -418,14 +338,4 @@ func (a *alertEvaluator) record(ctx context.Context, org string, cfg supplyplan.
 	}
 	a.svc.webhooks.schedule(org, r.ds)
 	return r.alerts, r.events, nil
-}
-
-func compareFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

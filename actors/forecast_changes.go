@@ -271,7 +271,7 @@ func pushVersion(st *stack, e *supplyplan.ExternalEvent, k supplyplan.DemandKey,
 	if e == nil || !e.AppliesTo(k.SKU, k.Location) {
 		return
 	}
-	w := eventWeight(e, ws)
+	w := e.WeekWeight(ws)
 	if w <= 0 {
 		return
 	}
@@ -283,23 +283,4 @@ func pushVersion(st *stack, e *supplyplan.ExternalEvent, k supplyplan.DemandKey,
 		lift = lifts.Estimate(&occ, seriesKey(k)).LiftPct
 	}
 	st.push(lift, w, e.Stacking() == supplyplan.StackAdditive)
-}
-
-// eventWeight is an event's share of week ws: overlapping days / 7 × intensity (as the engine).
-func eventWeight(e *supplyplan.ExternalEvent, ws time.Time) float64 {
-	a, b := e.StartsAt, e.EndsAt
-	if ws.After(a) {
-		a = ws
-	}
-	if we := ws.Add(week); we.Before(b) {
-		b = we
-	}
-	if !b.After(a) {
-		return 0
-	}
-	w := float64(b.Sub(a)) / float64(week)
-	if e.Value != nil && e.Value.Intensity != nil {
-		w *= min(max(*e.Value.Intensity, 0), 1)
-	}
-	return w
 }

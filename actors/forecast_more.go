@@ -66,11 +66,9 @@ func (s *Forecasts) totalSeries(ctx context.Context, org, product, location stri
 
 // ChannelProjection splits the total forecast by the channel mix of the demand history.
 func (s *Forecasts) ChannelProjection(ctx context.Context, p supplyplan.Principal, productRef, location string, horizon int) (supplyplan.ChannelProjection, error) {
-	if horizon == 0 {
-		horizon = supplyplan.DefaultHorizonWeeks
-	}
-	if horizon < 1 || horizon > supplyplan.MaxHorizonWeeks {
-		return supplyplan.ChannelProjection{}, supplyplan.Invalid("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
+	horizon, err := supplyplan.CheckHorizon("horizonWeeks", horizon)
+	if err != nil {
+		return supplyplan.ChannelProjection{}, err
 	}
 	product, _, err := s.resolveSeries(ctx, p.OrgID, productRef, location, "")
 	if err != nil {
@@ -150,44 +148,15 @@ func (s *Forecasts) ChannelProjection(ctx context.Context, p supplyplan.Principa
 
 // LongTerm forecasts months ahead and sums by month or quarter, with intervals that widen.
 func (s *Forecasts) LongTerm(ctx context.Context, p supplyplan.Principal, productRef, location string, months int, granularity string, interval float64) (supplyplan.LongTermForecast, error) {
-	fe := supplyplan.FieldErrors{}
-	if months == 0 {
-		months = 18
-	}
-	if months < 1 || months > 36 {
-		fe.Add("horizonMonths", "must be between 1 and 36")
-	}
-	if granularity == "" {
-		granularity = "MONTH"
-	}
-	if granularity != "MONTH" && granularity != "QUARTER" {
-		fe.Add("granularity", "must be MONTH or QUARTER")
-	}
-	if interval == 0 {
-		interval = 0.8
-	}
-	if !slices.Contains([]float64{0.5, 0.8, 0.9, 0.95}, interval) {
-		fe.Add("interval", "must be 0.5, 0.8, 0.9 or 0.95")
-	}
-	if err := fe.Err(); err != nil {
+	months, granularity, interval, err := supplyplan.LongTermOptions(months, granularity, interval)
+	if err != nil {
 		return supplyplan.LongTermForecast{}, err
 	}
 	product, _, err := s.resolveSeries(ctx, p.OrgID, productRef, location, "")
 	if err != nil {
 		return supplyplan.LongTermForecast{}, err
 	}
-	// The horizon covers the current month and the months-1 after it; quarters are whole: from the
-	// current quarter to the one holding the horizon's last month. The current month or quarter is
-	// partial (its past days are history).
-	now := time.Now().UTC()
-	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	last := first.AddDate(0, months-1, 0)
-	end := last.AddDate(0, 1, 0)
-	if granularity == "QUARTER" {
-		first = quarterStart(first)
-		end = quarterStart(last).AddDate(0, 3, 0)
-	}
-	weeks := int(math.Ceil(end.Sub(supplyplan.WeekStart(now)).Hours() / (24 * 7)))
+	first, end, weeks := supplyplan.LongTermWindow(time.Now(), months, granularity)
 	out := supplyplan.LongTermForecast{ProductMasterID: product, LocationID: location, HorizonMonths: months, Granularity: granularity,
 		Interval: interval, Buckets: []supplyplan.LongTermBucket{}, GeneratedAt: supplyplan.Now()}
 	res, ok, err := s.totalSeries(ctx, p.OrgID, product, location, forecast.Options{Horizon: weeks, Interval: interval, Point: forecast.PointMean})
@@ -204,20 +173,11 @@ func (s *Forecasts) LongTerm(ctx context.Context, p supplyplan.Principal, produc
 		if b.Start.Before(first) || !b.Start.Before(end) {
 			continue // the days of the forecast's first week that fall in the previous month or quarter
 		}
-		label := b.Start.Format("2006-01")
-		if granularity == "QUARTER" {
-			label = fmt.Sprintf("%d-Q%d", b.Start.Year(), (int(b.Start.Month())-1)/3+1)
-		}
-		out.Buckets = append(out.Buckets, supplyplan.LongTermBucket{Period: label, Start: supplyplan.Date(b.Start), End: supplyplan.Date(b.End),
+		out.Buckets = append(out.Buckets, supplyplan.LongTermBucket{Period: supplyplan.BucketLabel(b.Start, granularity), Start: supplyplan.Date(b.Start), End: supplyplan.Date(b.End),
 			Baseline: supplyplan.Quantity(b.Baseline), Quantity: supplyplan.Quantity(b.Quantity), Lower: supplyplan.Quantity(b.Lower),
 			Upper: supplyplan.Quantity(b.Upper), Partial: b.Partial})
 	}
 	return out, nil
-}
-
-// quarterStart is the first day of t's quarter.
-func quarterStart(t time.Time) time.Time {
-	return time.Date(t.Year(), time.Month((int(t.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC)
 }
 
 // accPair is one forecast week scored against its actual.
@@ -231,12 +191,11 @@ type accPair struct {
 
 // Accuracy scores stored forecast versions against the actuals that arrived later.
 func (s *Forecasts) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyplan.AccuracyQuery) (supplyplan.AccuracyReport, error) {
-	if q.WindowWeeks == 0 {
-		q.WindowWeeks = 13
+	windowWeeks, from, to, err := q.AccuracyWindow(time.Now())
+	if err != nil {
+		return supplyplan.AccuracyReport{}, err
 	}
-	if q.WindowWeeks < 1 || q.WindowWeeks > 104 {
-		return supplyplan.AccuracyReport{}, supplyplan.Invalid("windowWeeks", "must be between 1 and 104")
-	}
+	q.WindowWeeks = windowWeeks
 	product, _, err := s.resolveSeries(ctx, p.OrgID, q.ProductMasterID, q.LocationID, "")
 	if err != nil {
 		return supplyplan.AccuracyReport{}, err
@@ -247,49 +206,18 @@ func (s *Forecasts) Accuracy(ctx context.Context, p supplyplan.Principal, q supp
 	if err != nil {
 		return supplyplan.AccuracyReport{}, err
 	}
-	to := supplyplan.WeekStart(time.Now())
-	from := to.Add(-time.Duration(q.WindowWeeks) * week)
 	rep := supplyplan.AccuracyReport{WindowWeeks: q.WindowWeeks, From: supplyplan.Date(from), To: supplyplan.Date(to.Add(-24 * time.Hour)),
 		ByProduct: []supplyplan.AccuracyMetrics{}, ByLocation: []supplyplan.AccuracyMetrics{}, ByChannel: []supplyplan.AccuracyMetrics{}}
 	if q.Channel != "" && q.Channel != supplyplan.ChannelAll {
 		return rep, nil // versions hold channel totals (ALL) only
 	}
-	// The forecast of record of a (series, week) is the version with the latest information cut-off
-	// (its first week) before that week; ties go to the newest version.
-	type cell struct {
-		key  supplyplan.DemandKey
-		week time.Time
-	}
-	best := map[cell]float64{}
-	bestID := map[cell]string{}
-	bestStart := map[cell]time.Time{}
-	used := map[string]bool{}
-	for _, v := range versions {
-		if q.ScenarioID != "" && v.ScenarioID != q.ScenarioID {
-			continue
-		}
-		for _, vs := range v.Series {
-			if (product != "" && vs.SKU != product) || (q.LocationID != "" && vs.Location != q.LocationID) {
-				continue
-			}
-			for i, qty := range vs.Quantity {
-				w := v.Start.Add(time.Duration(i) * week)
-				if w.Before(from) || !w.Before(to) {
-					continue
-				}
-				c := cell{supplyplan.DemandKey{SKU: vs.SKU, Location: vs.Location, Channel: supplyplan.ChannelAll}, w}
-				if bs, seen := bestStart[c]; !seen || v.Start.After(bs) || (v.Start.Equal(bs) && v.ID > bestID[c]) {
-					best[c], bestID[c], bestStart[c] = qty, v.ID, v.Start
-				}
-			}
-		}
-	}
+	// The forecast of record of every (series, week) of the window.
+	best, used := supplyplan.RecordedForecasts(versions, q.ScenarioID, product, q.LocationID, from, to)
 	keys := map[supplyplan.DemandKey]bool{}
-	for c, id := range bestID {
-		keys[c.key] = true
-		used[id] = true
+	for c := range best {
+		keys[c.Key] = true
 	}
-	rep.Versions = len(used)
+	rep.Versions = used
 	if len(keys) == 0 {
 		return rep, nil
 	}
@@ -301,7 +229,7 @@ func (s *Forecasts) Accuracy(ctx context.Context, p supplyplan.Principal, q supp
 	if err != nil {
 		return rep, fmt.Errorf("read actuals: %w", err)
 	}
-	actual := map[cell]float64{}
+	actual := map[supplyplan.SeriesWeek]float64{}
 	scale := map[supplyplan.DemandKey]float64{}
 	for k, weeks := range hist {
 		var diffs, n float64
@@ -316,7 +244,7 @@ func (s *Forecasts) Accuracy(ctx context.Context, p supplyplan.Principal, q supp
 				prev = &a
 				continue
 			}
-			actual[cell{k, supplyplan.WeekStart(w.Week)}] = w.Actual
+			actual[supplyplan.SeriesWeek{Key: k, Week: supplyplan.WeekStart(w.Week)}] = w.Actual
 		}
 		if n > 0 {
 			scale[k] = diffs / n
@@ -328,7 +256,7 @@ func (s *Forecasts) Accuracy(ctx context.Context, p supplyplan.Principal, q supp
 		if !ok {
 			continue // no actual recorded for the week yet
 		}
-		pairs = append(pairs, accPair{key: c.key, forecast: f, actual: a, scale: scale[c.key], hasActual: true})
+		pairs = append(pairs, accPair{key: c.Key, forecast: f, actual: a, scale: scale[c.Key], hasActual: true})
 	}
 	rep.Overall = metrics(pairs, func(accPair) string { return "" })[""]
 	group := func(name func(accPair) string, set func(*supplyplan.AccuracyMetrics, string)) []supplyplan.AccuracyMetrics {

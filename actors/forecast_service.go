@@ -359,22 +359,11 @@ func (s *Forecasts) scenarioTotals(ctx context.Context, org string, sc *supplypl
 	return weekly, series, nil
 }
 
-func sumWeekly(w []supplyplan.WeekTotal) (q, b float64) {
-	for _, x := range w {
-		q += float64(x.Quantity)
-		b += float64(x.Baseline)
-	}
-	return q, b
-}
-
 // GenerateScenario computes and stores the scenario's forecast version and returns its totals.
 func (s *Forecasts) GenerateScenario(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.GenerateScenarioInput) (supplyplan.GenerateScenarioResult, error) {
-	horizon := supplyplan.DefaultHorizonWeeks
-	if in.HorizonWeeks != nil {
-		horizon = *in.HorizonWeeks
-		if horizon < 1 || horizon > supplyplan.MaxHorizonWeeks {
-			return supplyplan.GenerateScenarioResult{}, supplyplan.Invalid("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
-		}
+	horizon, asOf, err := in.Window(time.Now())
+	if err != nil {
+		return supplyplan.GenerateScenarioResult{}, err
 	}
 	var products, locations []string
 	if in.ProductMasterIDs != nil {
@@ -383,60 +372,32 @@ func (s *Forecasts) GenerateScenario(ctx context.Context, p supplyplan.Principal
 	if in.LocationIDs != nil {
 		locations = *in.LocationIDs
 	}
-	var asOf time.Time
-	if in.AsOf != nil {
-		t, ok := supplyplan.ParseTime(*in.AsOf)
-		if !ok || t.After(time.Now()) {
-			return supplyplan.GenerateScenarioResult{}, supplyplan.Invalid("asOf", "must be an ISO date not in the future")
-		}
-		asOf = t
-	}
 	sc, err := s.scenario(ctx, p.OrgID, id)
 	if err != nil {
 		return supplyplan.GenerateScenarioResult{}, err
 	}
-	if sc.Status == supplyplan.ScenarioArchived {
-		return supplyplan.GenerateScenarioResult{}, supplyplan.Conflict("Scenario is archived and cannot be generated")
+	if err := sc.CheckGenerate(); err != nil {
+		return supplyplan.GenerateScenarioResult{}, err
 	}
 	weekly, series, err := s.scenarioTotals(ctx, p.OrgID, &sc, products, locations, horizon, asOf)
 	if err != nil {
 		return supplyplan.GenerateScenarioResult{}, err
 	}
-	total, base := sumWeekly(weekly)
 	now := supplyplan.Now()
-	start := now
-	if !asOf.IsZero() {
-		start = asOf
-	}
-	v := supplyplan.ForecastVersion{ID: supplyplan.NewID("fv"), ScenarioID: id, GeneratedAt: now, GeneratedBy: p.Actor(),
-		Start: supplyplan.WeekStart(start), HorizonWeeks: horizon, TotalQuantity: supplyplan.Quantity(round2(total)), TotalBaseline: supplyplan.Quantity(round2(base)),
-		Weekly: weekly, Series: series}
+	v := supplyplan.NewForecastVersion(id, p.Actor(), horizon, asOf, now, weekly, series)
 	out, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.GenerateScenarioResult, []supplyplan.Record, error) {
 		cur, ok := st.Scenarios[id]
 		if !ok {
 			return supplyplan.GenerateScenarioResult{}, nil, supplyplan.NotFound("Scenario")
 		}
-		if cur.Status == supplyplan.ScenarioArchived {
-			return supplyplan.GenerateScenarioResult{}, nil, supplyplan.Conflict("Scenario is archived and cannot be generated")
+		if err := cur.CheckGenerate(); err != nil {
+			return supplyplan.GenerateScenarioResult{}, nil, err
 		}
+		prev, _ := st.LatestVersion(id)
+		ch := supplyplan.GenerateChange(v, prev, products, locations, p.Actor(), now)
 		res := supplyplan.GenerateScenarioResult{Success: true, ScenarioID: id, VersionID: v.ID, GeneratedAt: now, HorizonWeeks: horizon,
-			SeriesCount: len(series), TotalQuantity: v.TotalQuantity, TotalBaseline: v.TotalBaseline, Weekly: weekly, Status: string(cur.Status)}
-		var prev *float64
-		if pv, ok := st.LatestVersion(id); ok {
-			t := float64(pv.TotalQuantity)
-			prev = &t
-		}
-		next := total
-		ch := supplyplan.NewChange(supplyplan.ChangeGenerate, p.Actor(), fmt.Sprintf("generated %d weeks over %d series", horizon, len(series)), prev, &next, now)
-		res.PreviousTotal = ch.PreviousTotal
-		ch.ScenarioID, ch.HorizonWeeks, ch.SeriesCount = id, horizon, len(series)
-		if len(products) == 1 {
-			ch.ProductMasterID = products[0]
-		}
-		if len(locations) == 1 {
-			ch.LocationID = locations[0]
-		}
-		res.Delta = ch.Delta
+			SeriesCount: len(series), TotalQuantity: v.TotalQuantity, TotalBaseline: v.TotalBaseline, Weekly: weekly, Status: string(cur.Status),
+			PreviousTotal: ch.PreviousTotal, Delta: ch.Delta}
 		recs := append(st.AddForecastVersion(v), st.AddChange(ch)...)
 		return res, recs, nil
 	})
@@ -445,18 +406,8 @@ func (s *Forecasts) GenerateScenario(ctx context.Context, p supplyplan.Principal
 
 // CompareScenarios forecasts 2 to 10 scenarios over the same series and compares them with the first.
 func (s *Forecasts) CompareScenarios(ctx context.Context, p supplyplan.Principal, in supplyplan.CompareInput) (supplyplan.CompareResult, error) {
-	fe := supplyplan.FieldErrors{}
-	if in.ScenarioIDs == nil || len(*in.ScenarioIDs) < 2 || len(*in.ScenarioIDs) > 10 {
-		fe.Add("scenarioIds", "must list 2 to 10 scenario ids")
-	}
-	horizon := supplyplan.DefaultHorizonWeeks
-	if in.HorizonWeeks != nil {
-		horizon = *in.HorizonWeeks
-		if horizon < 1 || horizon > supplyplan.MaxHorizonWeeks {
-			fe.Add("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
-		}
-	}
-	if err := fe.Err(); err != nil {
+	horizon, err := in.Window()
+	if err != nil {
 		return supplyplan.CompareResult{}, err
 	}
 	var products, locations []string
@@ -479,24 +430,14 @@ func (s *Forecasts) CompareScenarios(ctx context.Context, p supplyplan.Principal
 		if err != nil {
 			return out, err
 		}
-		total, base := sumWeekly(weekly)
+		total, base := supplyplan.SumWeekly(weekly)
 		c := supplyplan.ScenarioComparison{ScenarioID: id, Name: sc.Name, Type: string(sc.Type), Status: string(sc.Status),
-			TotalQuantity: supplyplan.Quantity(total), TotalBaseline: supplyplan.Quantity(base), Weekly: weekly,
-			WeeklyDeltaVsFirst: make([]supplyplan.Quantity, len(weekly))}
+			TotalQuantity: supplyplan.Quantity(total), TotalBaseline: supplyplan.Quantity(base), Weekly: weekly}
+		var first *supplyplan.ScenarioComparison
 		if i > 0 {
-			first := out.Scenarios[0]
-			c.DeltaVsFirst = c.TotalQuantity - first.TotalQuantity
-			if first.TotalQuantity != 0 {
-				pct := round4(float64(c.DeltaVsFirst / first.TotalQuantity))
-				c.DeltaPctVsFirst = &pct
-			}
-			for w := range weekly {
-				c.WeeklyDeltaVsFirst[w] = weekly[w].Quantity - first.Weekly[w].Quantity
-			}
-		} else {
-			zero := 0.0
-			c.DeltaPctVsFirst = &zero
+			first = &out.Scenarios[0]
 		}
+		c.CompareWith(first)
 		out.SeriesCount = len(series)
 		out.Scenarios = append(out.Scenarios, c)
 	}

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/supplyplan/supplyplan"
 )
@@ -71,27 +70,9 @@ func (s *Forecasting) PublishScenario(ctx context.Context, p supplyplan.Principa
 		if err != nil || len(recs) == 0 {
 			return sc, recs, err
 		}
-		var prev, next *float64
-		var prevID string
-		for _, o := range st.Scenarios {
-			if o.ID == id || o.Status != supplyplan.ScenarioPublished {
-				continue
-			}
-			if v, ok := st.LatestVersion(o.ID); ok && v.ID > prevID {
-				t := float64(v.TotalQuantity)
-				prev, prevID = &t, v.ID
-			}
-		}
-		if v, ok := st.LatestVersion(id); ok {
-			t := float64(v.TotalQuantity)
-			next = &t
-		}
-		reason := fmt.Sprintf("scenario %q published", sc.Name)
-		if next == nil {
-			reason += " (not generated yet: no forecast total)"
-		}
-		ch := supplyplan.NewChange(supplyplan.ChangePublish, p.Actor(), reason, prev, next, now)
-		ch.ScenarioID = id
+		prev, _ := st.ForecastOfRecord(id)
+		next, _ := st.LatestVersion(id)
+		ch := supplyplan.PublishChange(sc, prev, next, p.Actor(), now)
 		return sc, append(recs, st.AddChange(ch)...), nil
 	})
 }
