@@ -4,10 +4,10 @@ import "fmt"
 
 // The write path of a live demand signal, from where it enters to where it is durable:
 //
-//  1. Validated once, where it enters the service, by NormalizeSignal: the Kafka consumer's
-//     decoder (streams), the in-process stream's Publish (streams, behind POST
-//     /api/demand/signals). What fails is rejected there (dead-letter topic, or a REJECTED
-//     outcome); nothing after it validates a signal again.
+//  1. Validated where it enters the service, by NormalizeSignal: the Kafka consumer's decoder
+//     (streams), the in-process stream's Publish (streams, behind POST /api/demand/signals, whose
+//     handler runs the same function first to word its REJECTED outcomes). What fails is rejected
+//     there (dead-letter topic, or a REJECTED outcome); nothing after it validates a signal again.
 //  2. Grouped by organization (streams), one SignalSink call per organization.
 //  3. Resolved by the tenant's actor (actors.Signals, TenantState.ResolveSignals): a read of the
 //     catalog that turns each signal's product reference into the product id, or rejects it

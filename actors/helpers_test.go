@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -119,3 +120,5 @@ func (s *services) bootstrap(t testing.TB) supplyplan.Principal {
 	}
 	return supplyplan.Principal{KeyID: "test", OrgID: creds.Organization.ID, Role: supplyplan.RoleAdmin}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/wait"
 )
 
 // flakyDemand is a demand store that accepts okCalls UpsertWeeks calls, then refuses every write.
@@ -71,17 +72,15 @@ func submit(t *testing.T, s *services, p supplyplan.Principal, kind supplyplan.I
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	wait.Eventually(t, 30*time.Second, func() error {
 		if j, err = s.imports.GetImportJob(ctx, p, j.JobID); err != nil {
 			t.Fatal(err)
 		}
-		if j.Done() {
-			return j
+		if !j.Done() {
+			return fmt.Errorf("job %s did not finish: %+v", j.JobID, j)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("job %s did not finish: %+v", j.JobID, j)
+		return nil
+	})
 	return j
 }
 
