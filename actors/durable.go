@@ -1,6 +1,9 @@
 // Package actors runs the service's state on hollywood actors: one actor per organization owns that
-// tenant's state and serializes its writes (validate, apply, persist, reply), and one platform
-// actor owns organizations and keys. Only this package imports hollywood.
+// tenant's state and serializes its writes (validate, apply, persist, reply), one platform actor
+// owns organizations and keys, and outbound actors own alerts, endpoints and deliveries. Each is
+// the journaled actor of this file. Core (core.go) runs them; one service type per capability
+// (Platform, Forecasting, Transfers, ...) implements the root package's service interfaces on the
+// core. Only this package imports hollywood; it reaches the journal through supplyplan.Journal.
 package actors
 
 import (
