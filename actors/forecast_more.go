@@ -180,15 +180,6 @@ func (s *Forecasts) LongTerm(ctx context.Context, p supplyplan.Principal, produc
 	return out, nil
 }
 
-// accPair is one forecast week scored against its actual.
-type accPair struct {
-	key       supplyplan.DemandKey
-	forecast  float64
-	actual    float64
-	scale     float64 // the series' mean absolute week-to-week change before the window
-	hasActual bool
-}
-
 // Accuracy scores stored forecast versions against the actuals that arrived later.
 func (s *Forecasts) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyplan.AccuracyQuery) (supplyplan.AccuracyReport, error) {
 	windowWeeks, from, to, err := q.AccuracyWindow(time.Now())
@@ -232,99 +223,24 @@ func (s *Forecasts) Accuracy(ctx context.Context, p supplyplan.Principal, q supp
 	actual := map[supplyplan.SeriesWeek]float64{}
 	scale := map[supplyplan.DemandKey]float64{}
 	for k, weeks := range hist {
-		var diffs, n float64
-		var prev *float64
-		for _, w := range weeks {
-			if w.Week.Before(from) {
-				if prev != nil {
-					diffs += math.Abs(w.Actual - *prev)
-					n++
-				}
-				a := w.Actual
-				prev = &a
-				continue
-			}
-			actual[supplyplan.SeriesWeek{Key: k, Week: supplyplan.WeekStart(w.Week)}] = w.Actual
+		byWeek, sc := supplyplan.WindowActuals(weeks, from)
+		for w, a := range byWeek {
+			actual[supplyplan.SeriesWeek{Key: k, Week: w}] = a
 		}
-		if n > 0 {
-			scale[k] = diffs / n
+		if sc > 0 {
+			scale[k] = sc
 		}
 	}
-	var pairs []accPair
+	var points []supplyplan.AccuracyPoint
 	for c, f := range best {
 		a, ok := actual[c]
 		if !ok {
 			continue // no actual recorded for the week yet
 		}
-		pairs = append(pairs, accPair{key: c.Key, forecast: f, actual: a, scale: scale[c.Key], hasActual: true})
+		points = append(points, supplyplan.AccuracyPoint{Key: c.Key, Forecast: f, Actual: a, Scale: scale[c.Key]})
 	}
-	rep.Overall = metrics(pairs, func(accPair) string { return "" })[""]
-	group := func(name func(accPair) string, set func(*supplyplan.AccuracyMetrics, string)) []supplyplan.AccuracyMetrics {
-		m := metrics(pairs, name)
-		out := make([]supplyplan.AccuracyMetrics, 0, len(m))
-		for k, v := range m {
-			set(&v, k)
-			out = append(out, v)
-		}
-		slices.SortFunc(out, func(a, b supplyplan.AccuracyMetrics) int {
-			return cmp.Compare(a.ProductMasterID+"|"+a.LocationID+"|"+a.Channel, b.ProductMasterID+"|"+b.LocationID+"|"+b.Channel)
-		})
-		return out
-	}
-	rep.ByProduct = group(func(p accPair) string { return p.key.SKU }, func(m *supplyplan.AccuracyMetrics, k string) { m.ProductMasterID = k })
-	rep.ByLocation = group(func(p accPair) string { return p.key.Location }, func(m *supplyplan.AccuracyMetrics, k string) { m.LocationID = k })
-	rep.ByChannel = group(func(p accPair) string { return p.key.Channel }, func(m *supplyplan.AccuracyMetrics, k string) { m.Channel = k })
+	rep.Overall, rep.ByProduct, rep.ByLocation, rep.ByChannel = supplyplan.AccuracyBreakdown(points)
 	return rep, nil
-}
-
-// metrics computes WAPE, MAPE, bias and MASE per group of pairs.
-func metrics(pairs []accPair, groupOf func(accPair) string) map[string]supplyplan.AccuracyMetrics {
-	type acc struct {
-		absErr, err, absAct, fc, act, ape, scale float64
-		n, nAPE, nScale                          int
-	}
-	by := map[string]*acc{}
-	for _, p := range pairs {
-		g := groupOf(p)
-		a := by[g]
-		if a == nil {
-			a = &acc{}
-			by[g] = a
-		}
-		e := p.forecast - p.actual
-		a.absErr += math.Abs(e)
-		a.err += e
-		a.absAct += math.Abs(p.actual)
-		a.fc += p.forecast
-		a.act += p.actual
-		a.n++
-		if p.actual != 0 {
-			a.ape += math.Abs(e) / math.Abs(p.actual)
-			a.nAPE++
-		}
-		if p.scale > 0 {
-			a.scale += p.scale
-			a.nScale++
-		}
-	}
-	out := make(map[string]supplyplan.AccuracyMetrics, len(by))
-	for g, a := range by {
-		m := supplyplan.AccuracyMetrics{Points: a.n, Actual: supplyplan.Quantity(a.act), Forecast: supplyplan.Quantity(a.fc)}
-		if a.absAct > 0 {
-			w, b := round4(a.absErr/a.absAct), round4(a.err/a.absAct)
-			m.WAPE, m.Bias = &w, &b
-		}
-		if a.nAPE > 0 {
-			v := round4(a.ape / float64(a.nAPE))
-			m.MAPE = &v
-		}
-		if a.nScale > 0 && a.scale > 0 {
-			v := round4((a.absErr / float64(a.n)) / (a.scale / float64(a.nScale)))
-			m.MASE = &v
-		}
-		out[g] = m
-	}
-	return out
 }
 
 // maxLiftSeries bounds the series an event's lift report reads.
