@@ -62,6 +62,15 @@ func (s *Forecasts) globalEventsChanged() { s.fc.bumpEvents("") }
 // demandChanged invalidates the forecasts of a tenant whose demand history changed.
 func (s *Forecasts) demandChanged(org string) { s.fc.bumpDemand(org) }
 
+// meanForecasts forecasts keys with the engine, mean point, straight from its batch run and cache
+// (no copies; nil without a demand store).
+func (s *Forecasts) meanForecasts(ctx context.Context, org string, keys []supplyplan.DemandKey, weeks int, asOf time.Time) ([]seriesResult, error) {
+	if s.demand == nil {
+		return nil, nil
+	}
+	return s.fc.run(ctx, org, keys, forecast.Options{Horizon: weeks, Point: forecast.PointMean}, asOf)
+}
+
 // ForecastSeries implements supplyplan.Forecaster (mean forecasts: what sums of demand need).
 func (s *Forecasts) ForecastSeries(ctx context.Context, orgID string, key supplyplan.DemandKey, horizon int, asOf time.Time) (supplyplan.SeriesForecast, error) {
 	m, err := s.ForecastBatch(ctx, orgID, []supplyplan.DemandKey{key}, horizon, asOf)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
-	"github.com/supplyplan/supplyplan/analytics/forecast"
 )
 
 // TransferConfig configures recommendations.
@@ -186,12 +185,12 @@ func (s *Transfers) fillForecasts(ctx context.Context, orgID string, snap []supp
 		}
 	}
 	if engine, ok := f.(*Forecasts); ok {
-		if engine.demand == nil {
-			return nil
-		}
-		res, err := engine.fc.run(ctx, orgID, keys, forecast.Options{Horizon: weeks, Point: forecast.PointMean}, now)
+		res, err := engine.meanForecasts(ctx, orgID, keys, weeks, now)
 		if err != nil {
 			return fmt.Errorf("forecast for recommendations: %w", err)
+		}
+		if res == nil { // no demand store: no forecast
+			return nil
 		}
 		i := 0
 		for p := range snap {
