@@ -18,7 +18,7 @@ import (
 // marker is journaled with that write (durable.run), the response is added by FinishIdempotent.
 // Each durable actor keeps the keys of its stream in an idemTable, journaled as records of kind
 // supplyplan.KindIdempotency and kept in its snapshots under "$idempotency"; keys older than
-// supplyplan.IdempotencyTTL are dropped. The System keeps the keys of running requests in memory
+// supplyplan.IdempotencyTTL are dropped. The Idempotency service keeps the keys of running requests in memory
 // (one process owns a tenant's actors).
 
 // idemTable is the Idempotency-Keys of one stream, oldest first for expiry.
