@@ -57,23 +57,23 @@ func TestInconsistencyFinderAndRepair(t *testing.T) {
 		{"allocation lists a reservation the ledger does not hold", func(t *testing.T, l *AllocationState, w *allocWorld, orders map[string]AllocOrder) {
 			a := l.Allocations["o1"].clone()
 			a.Lines[0].Allocations = append(a.Lines[0].Allocations, LineAllocation{LocationID: "A", Quantity: 1, ReservationID: "res_ghost"})
-			applyAll(t, l, []Record{Put(KindAllocation, "o1", a)})
+			applyLedger(t, l, []Record{Put(KindAllocation, "o1", a)})
 		}, []string{IncAllocationMismatch}},
 		{"ledger quantity disagrees with the allocation", func(t *testing.T, l *AllocationState, w *allocWorld, orders map[string]AllocOrder) {
 			r := *firstRes(l, "o1")
 			r.Quantity = 5
-			applyAll(t, l, []Record{Put(KindReservation, r.ID, &r)})
+			applyLedger(t, l, []Record{Put(KindReservation, r.ID, &r)})
 		}, []string{IncLineOverReserved, IncBeyondOnHand, IncAllocationMismatch}},
 		{"negative reservation", func(t *testing.T, l *AllocationState, w *allocWorld, orders map[string]AllocOrder) {
 			r := *firstRes(l, "o1")
 			r.Quantity = -2
-			applyAll(t, l, []Record{Put(KindReservation, r.ID, &r)})
+			applyLedger(t, l, []Record{Put(KindReservation, r.ID, &r)})
 		}, []string{IncNegativeQuantity, IncAllocationMismatch}},
 		{"expired hold not swept", func(t *testing.T, l *AllocationState, w *allocWorld, orders map[string]AllocOrder) {
 			r := *firstRes(l, "o1")
 			past := allocT0.Add(-time.Second)
 			r.ExpiresAt = &past
-			applyAll(t, l, []Record{Put(KindReservation, r.ID, &r)})
+			applyLedger(t, l, []Record{Put(KindReservation, r.ID, &r)})
 		}, []string{IncHoldExpired}},
 		{"line reduced without re-allocation", func(t *testing.T, l *AllocationState, w *allocWorld, orders map[string]AllocOrder) {
 			o := orders["o1"]
@@ -91,7 +91,7 @@ func TestInconsistencyFinderAndRepair(t *testing.T) {
 			w.supply[stockKey{"X", "A"}] = s
 		}, []string{IncBackorderUnsupported}},
 		{"reservation without an allocation", func(t *testing.T, l *AllocationState, w *allocWorld, orders map[string]AllocOrder) {
-			applyAll(t, l, []Record{Del(KindAllocation, "o1")})
+			applyLedger(t, l, []Record{Del(KindAllocation, "o1")})
 		}, []string{IncAllocationMismatch}},
 		{"reservations of an older version", func(t *testing.T, l *AllocationState, w *allocWorld, orders map[string]AllocOrder) {
 			a := l.Allocations["o1"].clone()
@@ -99,7 +99,7 @@ func TestInconsistencyFinderAndRepair(t *testing.T) {
 			o := orders["o1"]
 			o.Version = 3
 			orders["o1"] = o
-			applyAll(t, l, []Record{Put(KindAllocation, "o1", a)})
+			applyLedger(t, l, []Record{Put(KindAllocation, "o1", a)})
 		}, []string{IncAllocationMismatch}},
 		{"index drift", func(t *testing.T, l *AllocationState, w *allocWorld, orders map[string]AllocOrder) {
 			l.index().byKey[stockKey{"Y", "A"}].reserved += 2
@@ -129,7 +129,7 @@ func TestInconsistencyFinderAndRepair(t *testing.T) {
 					t.Errorf("audit entry incomplete: %+v", a)
 				}
 			}
-			applyAll(t, l, recs)
+			applyLedger(t, l, recs)
 			if got := len(l.AllocationAudits); got != len(audits) {
 				t.Errorf("audit entries stored: got %d, want %d", got, len(audits))
 			}
@@ -149,10 +149,10 @@ func TestInconsistencyFinderAndRepair(t *testing.T) {
 func TestRepairReleasesLowestPriorityHeldFirst(t *testing.T) {
 	l, w, orders := checkFixture(t)
 	now := allocT0.Add(time.Minute)
-	applyAll(t, l, l.CommitOrder("o2", now))
+	applyLedger(t, l, l.CommitOrder("o2", now))
 	w.stock("X", "A", 5) // reserved: o1 4, o2 2 (committed), o3 4 (priority 2)
 	audits, recs := l.Repair(w, lookupMap(orders), "tester", now)
-	applyAll(t, l, recs)
+	applyLedger(t, l, recs)
 	var released []string
 	for _, a := range audits {
 		if a.Action == ActionReleased {
@@ -178,8 +178,8 @@ func TestAuditsAreCapped(t *testing.T) {
 		_ = i
 		recs = append(recs, Put(KindAllocationAudit, a.ID, &a))
 	}
-	applyAll(t, l, recs)
-	applyAll(t, l, l.Sweep(allocT0, AllocationConfig{}))
+	applyLedger(t, l, recs)
+	applyLedger(t, l, l.Sweep(allocT0, AllocationConfig{}))
 	if got := len(l.AllocationAudits); got != MaxAllocationAudits {
 		t.Errorf("audits after the sweep: got %d, want %d", got, MaxAllocationAudits)
 	}

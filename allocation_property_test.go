@@ -93,7 +93,7 @@ func runAllocationSequence(t *testing.T, seed uint64, steps int) {
 	}
 	take := func(step int, what string, outs []AllocationOutcome) {
 		t.Helper()
-		applyAll(t, l, OutcomeRecords(outs))
+		applyLedger(t, l, OutcomeRecords(outs))
 		for _, out := range outs {
 			w.consume(out.Consumed)
 			if out.Event != nil {
@@ -162,14 +162,14 @@ func runAllocationSequence(t *testing.T, seed uint64, steps int) {
 		case op < 14:
 			now = now.Add(time.Duration(rng.IntN(40)) * time.Minute)
 			what = "sweep"
-			applyAll(t, l, l.Sweep(now, cfg))
+			applyLedger(t, l, l.Sweep(now, cfg))
 		case op < 15:
 			ids := openIDs()
 			if len(ids) == 0 {
 				continue
 			}
 			what = "commit"
-			applyAll(t, l, l.CommitOrder(ids[rng.IntN(len(ids))], now))
+			applyLedger(t, l, l.CommitOrder(ids[rng.IntN(len(ids))], now))
 		case op < 17:
 			k := stockKey{skus[rng.IntN(len(skus))], locs[rng.IntN(len(locs))]}
 			s := w.supply[k]
@@ -187,7 +187,7 @@ func runAllocationSequence(t *testing.T, seed uint64, steps int) {
 				list[rng.IntN(len(list))].Version--
 			}
 			_, recs, events := l.PlanRun(w, list, req, cfg, "prop", now)
-			applyAll(t, l, recs)
+			applyLedger(t, l, recs)
 			for _, e := range events {
 				var v int64
 				var id string

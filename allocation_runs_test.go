@@ -61,7 +61,7 @@ func TestRunStrategies(t *testing.T) {
 			l, w, orders := runFixture(t)
 			w.stock("X", "A", tt.restock)
 			if tt.commit {
-				applyAll(t, l, l.CommitOrder("low", now))
+				applyLedger(t, l, l.CommitOrder("low", now))
 			}
 			before := statuses(l, "low", "high", "newer")
 			ledger := len(l.Reservations)
@@ -71,7 +71,7 @@ func TestRunStrategies(t *testing.T) {
 				t.Fatalf("dry run changed something: %d records, %d events", len(recs), len(evs))
 			}
 			run, recs, _ := l.PlanRun(w, orders, RunRequest{Strategy: tt.strategy}, AllocationConfig{}, "tester", now)
-			applyAll(t, l, recs)
+			applyLedger(t, l, recs)
 			if got := statuses(l, "low", "high", "newer"); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
@@ -158,7 +158,7 @@ func TestRunScope(t *testing.T) {
 	}
 	// out of scope stays: redistributing X at A for "high" alone cannot take low's stock
 	run, recs, _ := l.PlanRun(w, orders, RunRequest{Scope: RunScope{OrderIDs: []string{"high"}}, Strategy: StrategyRedistribute}, AllocationConfig{}, "", now)
-	applyAll(t, l, recs)
+	applyLedger(t, l, recs)
 	if run.OrdersChanged != 0 || l.Allocations["low"].Status != AllocAllocated {
 		t.Errorf("scoped redistribution: got %d changes, low %s", run.OrdersChanged, l.Allocations["low"].Status)
 	}
@@ -201,7 +201,7 @@ func TestRunIgnoresStaleOrders(t *testing.T) {
 	allocOne(t, l, w, o, now)
 	stale := slices.Clone(orders) // low at version 0: ignored, its stock stays
 	_, recs, _ := l.PlanRun(w, stale, RunRequest{Strategy: StrategyRedistribute}, AllocationConfig{}, "", now)
-	applyAll(t, l, recs)
+	applyLedger(t, l, recs)
 	if got := l.ReservedAt("X", "A", now); got > 10 {
 		t.Errorf("reserved %g beyond the 10 on hand", got)
 	}

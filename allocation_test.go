@@ -52,9 +52,9 @@ func (w *allocWorld) consume(cs []Consumption) {
 	}
 }
 
-// applyAll applies records to the ledger, failing the test on an error; each record goes through
+// applyLedger applies records to the ledger, failing the test on an error; each record goes through
 // a JSON round trip first, as the journal replays it.
-func applyAll(tb testing.TB, l *AllocationState, recs []Record) {
+func applyLedger(tb testing.TB, l *AllocationState, recs []Record) {
 	tb.Helper()
 	b, err := EncodeRecords(recs)
 	if err != nil {
@@ -75,7 +75,7 @@ func applyAll(tb testing.TB, l *AllocationState, recs []Record) {
 func allocOne(tb testing.TB, l *AllocationState, w AllocationWorld, o AllocOrder, now time.Time) AllocationOutcome {
 	tb.Helper()
 	out := NewAllocator(l, w, AllocationConfig{OrgID: "org"}, now).Allocate(o)
-	applyAll(tb, l, out.Records)
+	applyLedger(tb, l, out.Records)
 	return out
 }
 
@@ -423,7 +423,7 @@ func TestEventOncePerVersionInABatch(t *testing.T) {
 	older := o
 	older.Version, o.Version = 1, 2
 	outs := NewAllocator(l, w, AllocationConfig{}, allocT0).AllocateBatch([]AllocOrder{o, o, older})
-	applyAll(t, l, OutcomeRecords(outs))
+	applyLedger(t, l, OutcomeRecords(outs))
 	var n int
 	for _, out := range outs {
 		if out.Event != nil {
@@ -441,7 +441,7 @@ func TestEventOncePerVersionInABatch(t *testing.T) {
 	}
 	// a run later at the same version emits nothing
 	run, recs, evs := l.PlanRun(w, []AllocOrder{o}, RunRequest{Strategy: StrategyRedistribute}, AllocationConfig{}, "t", allocT0)
-	applyAll(t, l, recs)
+	applyLedger(t, l, recs)
 	if len(evs) != 0 || run.OrdersChanged != 0 {
 		t.Errorf("run at the same version: got %d events and %d changes, want none", len(evs), run.OrdersChanged)
 	}
@@ -483,7 +483,7 @@ func TestExpiryReleases(t *testing.T) {
 	w := newAllocWorld().stock("X", "A", 10)
 	cfg := AllocationConfig{HoldTTL: 5 * time.Minute}
 	out := NewAllocator(l, w, cfg, allocT0).Allocate(order("o", line("1", "X", "A", 10)))
-	applyAll(t, l, out.Records)
+	applyLedger(t, l, out.Records)
 	r := l.activeOf("o", allocT0)[0]
 	if r.Status != ResHeld || !r.ExpiresAt.Equal(allocT0.Add(5*time.Minute)) {
 		t.Fatalf("got %s until %v, want HELD until %s", r.Status, r.ExpiresAt, allocT0.Add(5*time.Minute))
@@ -498,7 +498,7 @@ func TestExpiryReleases(t *testing.T) {
 	if recs := l.Sweep(allocT0.Add(4*time.Minute), cfg); len(recs) != 0 {
 		t.Errorf("sweep before the expiry: got %d records, want none", len(recs))
 	}
-	applyAll(t, l, l.Sweep(later, cfg))
+	applyLedger(t, l, l.Sweep(later, cfg))
 	if got := l.Reservations[r.ID]; got.Status != ResExpired || got.ReleaseReason != ReleaseHoldExpired || !got.ReleasedAt.Equal(allocT0.Add(5*time.Minute)) {
 		t.Errorf("after the sweep: got %+v, want EXPIRED at the expiry", got)
 	}
@@ -513,7 +513,7 @@ func TestExpiryReleases(t *testing.T) {
 		t.Errorf("another order after the expiry: got %s, want ALLOCATED", out.Allocation.Status)
 	}
 	// terminal reservations go after the retention
-	applyAll(t, l, l.Sweep(later.Add(DefaultReservationRetention+time.Second), cfg))
+	applyLedger(t, l, l.Sweep(later.Add(DefaultReservationRetention+time.Second), cfg))
 	if _, ok := l.Reservations[r.ID]; ok {
 		t.Errorf("expired reservation kept past the retention")
 	}
@@ -523,7 +523,7 @@ func TestCommitStopsExpiry(t *testing.T) {
 	l := &AllocationState{}
 	w := newAllocWorld().stock("X", "A", 10)
 	allocOne(t, l, w, order("o", line("1", "X", "A", 4)), allocT0)
-	applyAll(t, l, l.CommitOrder("o", allocT0.Add(time.Minute)))
+	applyLedger(t, l, l.CommitOrder("o", allocT0.Add(time.Minute)))
 	later := allocT0.Add(2 * DefaultHoldTTL)
 	if got := l.ReservedAt("X", "A", later); got != 4 {
 		t.Errorf("committed, past the hold: got %g reserved, want 4", got)
@@ -542,7 +542,7 @@ func TestCommitStopsExpiry(t *testing.T) {
 	}
 	cfg := AllocationConfig{CommitOnAllocate: true}
 	out := NewAllocator(l, w, cfg, later).Allocate(order("p", line("1", "X", "A", 1)))
-	applyAll(t, l, out.Records)
+	applyLedger(t, l, out.Records)
 	if r := l.activeOf("p", later)[0]; r.Status != ResCommitted || r.ExpiresAt != nil {
 		t.Errorf("CommitOnAllocate: got %s until %v", r.Status, r.ExpiresAt)
 	}
@@ -637,7 +637,7 @@ func TestBatchClosesFirst(t *testing.T) {
 	b := order("b", line("1", "X", "A", 5))
 	b.CreatedAt = allocT0.Add(-time.Hour) // allocation order alone would put it first
 	outs := NewAllocator(l, w, AllocationConfig{}, allocT0).AllocateBatch([]AllocOrder{b, a})
-	applyAll(t, l, OutcomeRecords(outs))
+	applyLedger(t, l, OutcomeRecords(outs))
 	if got := l.Allocations["b"].Status; got != AllocAllocated {
 		t.Errorf("b in the batch cancelling a: got %s, want ALLOCATED", got)
 	}
@@ -725,7 +725,7 @@ func TestBatchSumsTheSameItem(t *testing.T) {
 		w := newAllocWorld().stock("X", "A", 10)
 		a := withTerms(order("a", line("1", "X", "A", 6)), OrderTerms{Fill: tt.fill})
 		b := withTerms(order("b", line("1", "X", "A", 6)), OrderTerms{Fill: tt.fill})
-		applyAll(t, l, OutcomeRecords(NewAllocator(l, w, AllocationConfig{}, allocT0).AllocateBatch([]AllocOrder{b, a})))
+		applyLedger(t, l, OutcomeRecords(NewAllocator(l, w, AllocationConfig{}, allocT0).AllocateBatch([]AllocOrder{b, a})))
 		if got := statuses(l, "a", "b"); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: got %q, want %q", tt.fill, got, tt.want)
 		}

@@ -9,6 +9,7 @@ import (
 
 // SignalSink applies live demand signals durably: in the service it is the tenant actor in front of
 // the DemandStore. The Kafka consumer and the in-process stream (package streams) both call it.
+// signal_path.go describes the whole write path of a signal and who owns each step.
 type SignalSink interface {
 	// ApplySignals applies signals (all of organization orgID, already validated by NormalizeSignal)
 	// and returns once the result is durable, with one outcome per signal in order. A signal whose

@@ -2,430 +2,231 @@ package actors
 
 import (
 	"context"
-	"slices"
-	"sync"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
 )
 
-// alertEvaluator evaluates tenants' alert conditions: after data changes (debounced, one run per
-// tenant at a time, a change during a run asks for another) and on a schedule. A run reads a
-// consistent copy of the tenant's stock from its actor, demand from the demand store and
-// forecasts from the engine outside any actor, computes the conditions (root package), passes
-// them through the cooldown and hysteresis gate, and records what fires in the tenant's outbound
-// actor together with its deliveries.
-type alertEvaluator struct {
-	sys *System
-	cfg *OutboundConfig
-
-	mu      sync.Mutex
-	timers  map[string]*time.Timer
-	running map[string]bool
-	again   map[string]bool
-	closed  bool
-	sem     chan struct{}
-	wg      sync.WaitGroup
-	stop    chan struct{}
+// AlertsConfig configures alert evaluation.
+type AlertsConfig struct {
+	// Gate keeps cooldown state outside the process (Redis); nil keeps it in the outbound journal.
+	Gate       supplyplan.AlertGate
+	Thresholds supplyplan.AlertThresholds
+	// EvalInterval re-evaluates every tenant's alerts on a schedule (default 15 min; negative:
+	// never). EvalDebounce coalesces the evaluations that data changes ask for (default 500 ms).
+	EvalInterval time.Duration
+	EvalDebounce time.Duration
+	// SignalDebounce is the delay of the evaluation live demand signals ask for (default 5 s).
+	SignalDebounce time.Duration
 }
 
-func newAlertEvaluator(sys *System, cfg *OutboundConfig) *alertEvaluator {
-	return &alertEvaluator{sys: sys, cfg: cfg, timers: map[string]*time.Timer{}, running: map[string]bool{},
-		again: map[string]bool{}, sem: make(chan struct{}, 1), stop: make(chan struct{})}
-}
-
-func (a *alertEvaluator) start() {
-	if a.cfg.EvalInterval < 0 {
-		return
+func (c *AlertsConfig) defaults() {
+	if c.Thresholds.RateWeeks == 0 {
+		c.Thresholds = supplyplan.DefaultAlertThresholds()
 	}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		t := time.NewTicker(a.cfg.EvalInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				for id := range a.sys.index.Load().orgs {
-					a.schedule(id)
-				}
-			case <-a.stop:
-				return
-			}
+	if c.EvalInterval == 0 {
+		c.EvalInterval = 15 * time.Minute
+	}
+	if c.EvalDebounce <= 0 {
+		c.EvalDebounce = 500 * time.Millisecond
+	}
+	if c.SignalDebounce <= 0 {
+		c.SignalDebounce = 5 * time.Second
+	}
+}
+
+// Alerts is the alert service: a tenant's alert configuration and history (kept by its outbound
+// actor, with the cooldown gate unless Redis keeps it), manual alerts, and the evaluator
+// (alert_evaluator.go) that checks every rule after data changes and on a schedule. What fires is
+// delivered by Webhooks.
+type Alerts struct {
+	core       *Core
+	cfg        *AlertsConfig
+	demand     supplyplan.DemandStore
+	forecaster supplyplan.Forecaster // nil: the rules use moving averages
+	webhooks   *Webhooks
+	eval       *alertEvaluator
+}
+
+// NewAlerts returns the alert service; Open starts its scheduled evaluation.
+func NewAlerts(core *Core, cfg AlertsConfig, demand supplyplan.DemandStore, forecaster supplyplan.Forecaster, webhooks *Webhooks) *Alerts {
+	cfg.defaults()
+	s := &Alerts{core: core, cfg: &cfg, demand: demand, forecaster: forecaster, webhooks: webhooks}
+	s.eval = newAlertEvaluator(s)
+	return s
+}
+
+var _ supplyplan.AlertService = (*Alerts)(nil)
+
+// Open starts the scheduled evaluation of every tenant.
+func (s *Alerts) Open(context.Context) error {
+	s.eval.start()
+	return nil
+}
+
+// Close stops evaluation (a run in progress is cancelled).
+func (s *Alerts) Close(context.Context) error {
+	s.eval.close()
+	return nil
+}
+
+// HandleEvent receives every domain event from the bus and asks for a re-evaluation of the
+// tenant's alerts when the event may change their conditions. It never blocks.
+func (s *Alerts) HandleEvent(e supplyplan.DomainEvent) {
+	if e.OrganizationID != "" && e.OrganizationID != supplyplan.PlatformOwner && evaluationTrigger(e.Type) {
+		s.eval.schedule(e.OrganizationID)
+	}
+}
+
+// demandSignalled reacts to live demand: the tenant's alerts are evaluated again (spikes,
+// stockout risk, and every rule whose demand rate moved), debounced by SignalDebounce so that a
+// steady stream of signals costs one evaluation per interval.
+func (s *Alerts) demandSignalled(org string) { s.eval.scheduleIn(org, s.cfg.SignalDebounce) }
+
+// evaluationTrigger reports whether an event may change alert conditions: everything except
+// what alerts, billing and federation produce themselves.
+func evaluationTrigger(t string) bool {
+	for _, p := range []string{"alert.", "ops.", "subscription.", "merchant.", "demand_signal.spike", "demand_signal.stockout"} {
+		if strings.HasPrefix(t, p) {
+			return false
 		}
-	}()
+	}
+	return true
 }
 
-func (a *alertEvaluator) close() {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return
-	}
-	a.closed = true
-	close(a.stop)
-	for _, t := range a.timers {
-		t.Stop()
-	}
-	a.mu.Unlock()
-	a.wg.Wait()
-}
-
-// schedule asks for an evaluation of org after the debounce delay.
-func (a *alertEvaluator) schedule(org string) { a.scheduleIn(org, a.cfg.EvalDebounce) }
-
-// scheduleIn asks for an evaluation of org within d (an evaluation already scheduled or running
-// covers the request).
-func (a *alertEvaluator) scheduleIn(org string, d time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return
-	}
-	if a.running[org] {
-		a.again[org] = true
-		return
-	}
-	if _, ok := a.timers[org]; ok {
-		return
-	}
-	a.timers[org] = time.AfterFunc(d, func() { a.run(org) })
-}
-
-func (a *alertEvaluator) run(org string) {
-	a.mu.Lock()
-	delete(a.timers, org)
-	if a.closed || a.running[org] {
-		a.mu.Unlock()
-		return
-	}
-	a.running[org] = true
-	a.wg.Add(1)
-	a.mu.Unlock()
-	defer a.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-a.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	rep, err := a.evaluate(ctx, org)
-	cancel()
-	if err != nil && ctx.Err() == nil {
-		a.sys.log.Warn("alert evaluation failed", "org", org, "err", err)
-	} else if err == nil {
-		a.sys.log.Debug("alerts evaluated", "org", org, "skuLocations", rep.SKULocations, "conditions", rep.Conditions,
-			"fired", rep.Fired, "took", rep.Took)
-	}
-	a.mu.Lock()
-	a.running[org] = false
-	again := a.again[org]
-	delete(a.again, org)
-	a.mu.Unlock()
-	if again {
-		a.schedule(org)
-	}
-}
-
-func (a *alertEvaluator) evaluateNow(ctx context.Context, org string) (supplyplan.EvalReport, error) {
-	return a.evaluate(ctx, org)
-}
-
-// tenantSnapshot is what evaluation reads from a tenant's actor. Values in TenantState maps are
-// never mutated in place, so copying the maps of pointers is a consistent snapshot.
-type tenantSnapshot struct {
-	products  map[string]*supplyplan.Product
-	levels    []*supplyplan.InventoryLevel
-	leadTimes map[string]int
-	inbound   map[string]float64
-}
-
-func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.EvalReport, error) {
-	select {
-	case a.sem <- struct{}{}:
-	case <-ctx.Done():
-		return supplyplan.EvalReport{}, ctx.Err()
-	}
-	defer func() { <-a.sem }()
-	start := time.Now()
-	rep := supplyplan.EvalReport{OrganizationID: org}
-	th := a.cfg.Thresholds
-	cfg, err := outboundTx(ctx, a.sys, org, func(st *supplyplan.OutboundState) (supplyplan.AlertConfig, []supplyplan.Record, error) {
+// GetAlertConfig returns the tenant's alert configuration (the default one until stored).
+func (s *Alerts) GetAlertConfig(ctx context.Context, p supplyplan.Principal) (supplyplan.AlertConfig, error) {
+	return outboundTx(ctx, s.core, p.OrgID, func(st *supplyplan.OutboundState) (supplyplan.AlertConfig, []supplyplan.Record, error) {
 		return st.AlertConfig(), nil, nil
 	})
-	if err != nil {
-		return rep, err
+}
+
+// PutAlertConfig replaces the tenant's alert configuration.
+func (s *Alerts) PutAlertConfig(ctx context.Context, p supplyplan.Principal, in supplyplan.AlertConfigInput) (supplyplan.AlertConfig, error) {
+	now := supplyplan.Now()
+	if _, err := in.ResolveConfig(supplyplan.DefaultAlertConfig(), now); err != nil {
+		return supplyplan.AlertConfig{}, err
 	}
-	if !cfg.Enabled {
-		rep.Skipped = "alerts are disabled in the configuration"
-		return rep, nil
-	}
-	now := time.Now().UTC()
-	snap, err := tenantTx(ctx, a.sys, org, func(st *supplyplan.TenantState) (tenantSnapshot, []supplyplan.Record, error) {
-		lt := st.LeadTimes()
-		leadOf := func(p string) int {
-			if d, ok := lt[p]; ok {
-				return d
+	if in.Destinations != nil {
+		for i, d := range *in.Destinations {
+			if d.Type != nil && d.Value != nil && (*d.Type == string(supplyplan.DestWebhook) || *d.Type == string(supplyplan.DestChat)) {
+				if err := s.webhooks.checkDestination(ctx, fmt.Sprintf("config.destinations[%d].value", i), *d.Value); err != nil {
+					return supplyplan.AlertConfig{}, err
+				}
 			}
-			return th.DefaultLeadTimeDays
 		}
-		sn := tenantSnapshot{products: make(map[string]*supplyplan.Product, len(st.Products)), leadTimes: lt,
-			levels: make([]*supplyplan.InventoryLevel, 0, len(st.Inventory))}
-		for id, p := range st.Products {
-			sn.products[id] = p
+	}
+	return outboundTx(ctx, s.core, p.OrgID, func(st *supplyplan.OutboundState) (supplyplan.AlertConfig, []supplyplan.Record, error) {
+		cfg, err := in.ResolveConfig(st.AlertConfig(), now)
+		if err != nil {
+			return supplyplan.AlertConfig{}, nil, err
 		}
-		for _, l := range st.Inventory {
-			sn.levels = append(sn.levels, l)
+		return cfg, []supplyplan.Record{supplyplan.Put(supplyplan.KindAlertConfig, "config", &cfg)}, nil
+	})
+}
+
+// ListAlerts returns a page of the tenant's alert history.
+func (s *Alerts) ListAlerts(ctx context.Context, p supplyplan.Principal, f supplyplan.AlertFilter) (supplyplan.AlertPage, error) {
+	return outboundTx(ctx, s.core, p.OrgID, func(st *supplyplan.OutboundState) (supplyplan.AlertPage, []supplyplan.Record, error) {
+		return supplyplan.PageAlerts(st.Alerts, f), nil, nil
+	})
+}
+
+// TriggerAlert fires a manual alert: the product and location must exist; the cooldown of the
+// same (type, product, location, channel) applies unless bypassed.
+func (s *Alerts) TriggerAlert(ctx context.Context, p supplyplan.Principal, in supplyplan.TriggerInput) (supplyplan.Alert, error) {
+	if err := in.Validate(); err != nil {
+		return supplyplan.Alert{}, err
+	}
+	val := func(v *string) string {
+		if v == nil {
+			return ""
 		}
-		sn.inbound = st.InboundWithin(func(p string) time.Time { return now.AddDate(0, 0, leadOf(p)) })
-		return sn, nil, nil
+		return strings.TrimSpace(*v)
+	}
+	product, location, channel := val(in.ProductMasterID), val(in.LocationID), val(in.ChannelID)
+	resolved, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (string, []supplyplan.Record, error) {
+		fe := supplyplan.FieldErrors{}
+		id := ""
+		if product != "" {
+			if pr, ok := st.ProductBySKU(product); ok {
+				id = pr.ID
+			} else {
+				fe.Add("productMasterId", "unknown product %q", product)
+			}
+		}
+		if location != "" {
+			if _, ok := st.Locations[location]; !ok {
+				fe.Add("locationId", "unknown location %q", location)
+			}
+		}
+		return id, nil, fe.Err()
 	})
 	if err != nil {
-		return rep, err
+		return supplyplan.Alert{}, err
 	}
-	leadOf := func(p string) int {
-		if d, ok := snap.leadTimes[p]; ok {
-			return d
-		}
-		return th.DefaultLeadTimeDays
+	product = resolved
+	kind := supplyplan.AlertKind(*in.Type)
+	key := supplyplan.AlertKey{Kind: string(kind), Product: product, Location: location, Channel: channel}.String()
+	bypass := in.BypassCooldown != nil && *in.BypassCooldown
+	now := supplyplan.Now()
+	pol := s.webhooks.policies()
+	type fired struct {
+		alert      supplyplan.Alert
+		deliveries []supplyplan.Delivery
 	}
-	slices.SortFunc(snap.levels, func(x, y *supplyplan.InventoryLevel) int {
-		return compareStrings(x.SKU+"\x00"+x.LocationID, y.SKU+"\x00"+y.LocationID)
-	})
-	rep.SKULocations = len(snap.levels)
-
-	// Demand: the total of every channel per sku-location, and every stored series.
-	weeks := max(th.RateWeeks, th.SlowMovingWeeks, th.SpikeBaselineWeeks, th.DeviationBiasWeeks) + 2
-	from := supplyplan.WeekStart(now).AddDate(0, 0, -7*weeks)
-	itemKeys := make([]supplyplan.DemandKey, len(snap.levels))
-	for i, l := range snap.levels {
-		itemKeys[i] = supplyplan.DemandKey{SKU: l.SKU, Location: l.LocationID, Channel: supplyplan.ChannelAll}
-	}
-	var hist, seriesHist map[supplyplan.DemandKey][]supplyplan.WeekValue
-	var seriesKeys []supplyplan.DemandKey
-	if d := a.sys.cfg.Demand; d != nil {
-		if hist, err = d.SeriesBatch(ctx, org, itemKeys, from, time.Time{}); err != nil {
-			return rep, err
-		}
-		if seriesKeys, err = d.Keys(ctx, org); err != nil {
-			return rep, err
-		}
-		var extra []supplyplan.DemandKey
-		for _, k := range seriesKeys {
-			if k.Channel != supplyplan.ChannelAll {
-				extra = append(extra, k)
-			}
-		}
-		seriesHist = hist
-		if len(extra) > 0 {
-			more, err := d.SeriesBatch(ctx, org, extra, from, time.Time{})
-			if err != nil {
-				return rep, err
-			}
-			seriesHist = make(map[supplyplan.DemandKey][]supplyplan.WeekValue, len(hist)+len(more))
-			for k, v := range hist {
-				seriesHist[k] = v
-			}
-			for k, v := range more {
-				seriesHist[k] = v
-			}
-		}
-	}
-	rep.Series = len(seriesKeys)
-
-	// Forecasts from the engine (in batches, through its cache): over the longest lead time from
-	// this week for the stock rules, and of last week made before it for the interval check.
-	// Without an engine, or for a series it cannot forecast, the rules use the moving average.
-	last := supplyplan.WeekStart(now).AddDate(0, 0, -7)
-	var itemFc, lastFc map[supplyplan.DemandKey]supplyplan.SeriesForecast
-	if f := a.sys.cfg.Forecaster; f != nil && len(hist) > 0 {
-		horizon := th.StockoutHorizonWeeks
-		for _, d := range snap.leadTimes {
-			horizon = max(horizon, (d+6)/7)
-		}
-		horizon = max(horizon, (th.DefaultLeadTimeDays+6)/7)
-		var withHistory []supplyplan.DemandKey
-		for _, k := range itemKeys {
-			if len(hist[k]) > 0 {
-				withHistory = append(withHistory, k)
-			}
-		}
-		// Background work: one core, so that API requests keep the other.
-		bg := background(ctx)
-		if itemFc, err = supplyplan.ForecastMany(bg, f, org, withHistory, horizon, now); err != nil {
-			a.sys.log.Warn("alert evaluation without forecasts", "org", org, "err", err)
-		}
-		if lastFc, err = supplyplan.ForecastMany(bg, f, org, seriesKeys, 1, last); err != nil {
-			a.sys.log.Warn("alert evaluation without last-week forecasts", "org", org, "err", err)
-		}
-		if ctx.Err() != nil {
-			return rep, ctx.Err()
-		}
-	}
-	var conds []supplyplan.Condition
-	for i, l := range snap.levels {
-		p := snap.products[l.SKU]
-		it := supplyplan.EvalItem{Product: p, Level: l, LeadTimeDays: leadOf(l.SKU),
-			InboundDue: snap.inbound[supplyplan.InventoryKey(l.SKU, l.LocationID)], History: hist[itemKeys[i]]}
-		if fc, ok := itemFc[itemKeys[i]]; ok {
-			it.Forecast = &fc
-		}
-		conds = th.EvaluateItem(it, now, conds)
-		if i%1024 == 1023 && ctx.Err() != nil {
-			return rep, ctx.Err()
-		}
-	}
-	for _, k := range seriesKeys {
-		s := supplyplan.EvalSeries{Key: k, Product: snap.products[k.SKU], History: seriesHist[k]}
-		if fc, ok := lastFc[k]; ok {
-			s.LastWeek = &fc
-		}
-		conds = th.EvaluateSeries(s, now, conds)
-	}
-
-	// Only the enabled alert types take part (webhook-only signals always do).
-	byKey := map[string]supplyplan.Condition{}
-	obs := make([]supplyplan.GateObservation, 0, len(conds))
-	for _, c := range conds {
-		if isAlertKind(c.Key.Kind) && !cfg.AlertTypes[supplyplan.AlertKind(c.Key.Kind)] {
-			continue
-		}
-		k := c.Key.String()
-		byKey[k] = c
-		obs = append(obs, supplyplan.GateObservation{Key: k, State: c.State})
-	}
-	rep.Conditions = len(obs)
-	fired, events, err := a.record(ctx, org, cfg, obs, byKey, now)
-	if err != nil {
-		return rep, err
-	}
-	rep.Fired, rep.Events = fired, events
-	rep.Took = time.Since(start)
-	rep.TookMs = float64(rep.Took.Microseconds()) / 1000
-	return rep, nil
-}
-
-func isAlertKind(k string) bool {
-	return slices.Contains(supplyplan.AlertKinds, supplyplan.AlertKind(k))
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// record passes the observations through the gate and stores what fires: alerts (with their
-// deliveries) and demand_signal.* events to the subscribed endpoints.
-func (a *alertEvaluator) record(ctx context.Context, org string, cfg supplyplan.AlertConfig, obs []supplyplan.GateObservation,
-	byKey map[string]supplyplan.Condition, now time.Time) (int, int, error) {
-	gate := a.cfg.Gate
-	var firedKeys []string
+	gate := s.cfg.Gate
 	if gate != nil {
-		var err error
-		if firedKeys, err = gate.Evaluate(ctx, org, obs, cfg.Cooldown(), now); err != nil {
-			return 0, 0, err
+		cfg, err := s.GetAlertConfig(ctx, p)
+		if err != nil {
+			return supplyplan.Alert{}, err
 		}
-		if len(firedKeys) == 0 {
-			return 0, 0, nil
+		ok, wait, err := gate.Trigger(ctx, p.OrgID, key, cfg.Cooldown(), now, bypass)
+		if err != nil {
+			return supplyplan.Alert{}, err
+		}
+		if !ok {
+			return supplyplan.Alert{}, cooldownError(wait)
 		}
 	}
-	type result struct {
-		alerts, events int
-		ds             []supplyplan.Delivery
-	}
-	pol := a.cfg.policies()
-	stamp := now.Truncate(time.Millisecond)
-	r, err := outboundTx(ctx, a.sys, org, func(st *supplyplan.OutboundState) (result, []supplyplan.Record, error) {
+	f, err := outboundTx(ctx, s.core, p.OrgID, func(st *supplyplan.OutboundState) (fired, []supplyplan.Record, error) {
+		cfg := st.AlertConfig()
 		var recs []supplyplan.Record
-		keys := firedKeys
 		if gate == nil {
-			var changes map[string]*supplyplan.GateEntry
-			keys, changes = supplyplan.ApplyGate(st.Gate, obs, cfg.Cooldown(), now)
-			for k, e := range changes {
-				if e == nil {
-					recs = append(recs, supplyplan.Del(supplyplan.KindAlertGate, k))
-				} else {
-					recs = append(recs, supplyplan.Put(supplyplan.KindAlertGate, k, e))
-				}
-			}
-		}
-		var res result
-		cur := st.AlertConfig() // destinations as stored now
-		// The most severe (then most valuable) alerts are sent; past the cap the rest stay in
-		// history, suppressed, so that a first import does not send thousands of messages.
-		slices.SortStableFunc(keys, func(x, y string) int {
-			cx, cy := byKey[x], byKey[y]
-			if r := supplyplan.SeverityRank(cx.Severity) - supplyplan.SeverityRank(cy.Severity); r != 0 {
-				return r
-			}
-			vx, vy := 0.0, 0.0
-			if cx.Value != nil {
-				vx = *cx.Value
-			}
-			if cy.Value != nil {
-				vy = *cy.Value
-			}
-			return compareFloat(vy, vx)
-		})
-		sent := 0
-		capN := a.cfg.Thresholds.MaxDeliveredPerEvaluation
-		for _, k := range keys {
-			c, ok := byKey[k]
+			ok, wait, next := supplyplan.GateTrigger(st.Gate[key], cfg.Cooldown(), now, bypass)
 			if !ok {
-				continue
+				return fired{}, nil, cooldownError(wait)
 			}
-			if isAlertKind(c.Key.Kind) {
-				dcfg := cur
-				if capN > 0 && sent >= capN {
-					dcfg.Destinations = nil
-				}
-				al := supplyplan.NewAlert(dcfg, supplyplan.AlertKind(c.Key.Kind), c.Severity, c.Message, c.Key.Product,
-					c.Key.Location, c.Key.Channel, "evaluation", c.Value, stamp)
-				if dcfg.Destinations == nil {
-					al.Suppressed = true
-				} else {
-					sent++
-				}
-				ds, arecs, err := st.RecordAlert(al, pol, stamp)
-				if err != nil {
-					return result{}, nil, err
-				}
-				res.alerts++
-				res.ds = append(res.ds, ds...)
-				recs = append(recs, arecs...)
-				continue
-			}
-			ev := supplyplan.DomainEvent{ID: supplyplan.NewID("evt"), Type: c.Key.Kind, OrganizationID: org, Timestamp: stamp, Data: c.Data}
-			ds, erecs, err := st.AcceptEvent(ev, pol, stamp)
-			if err != nil {
-				return result{}, nil, err
-			}
-			res.events++
-			res.ds = append(res.ds, ds...)
-			recs = append(recs, erecs...)
+			recs = append(recs, supplyplan.Put(supplyplan.KindAlertGate, key, next))
 		}
-		return res, recs, nil
+		a := supplyplan.NewAlert(cfg, kind, supplyplan.Severity(*in.Severity), strings.TrimSpace(*in.Message),
+			product, location, channel, "manual", nil, now)
+		ds, arecs, err := st.RecordAlert(a, pol, now)
+		if err != nil {
+			return fired{}, nil, err
+		}
+		for _, r := range arecs {
+			if r.Kind == supplyplan.KindAlertHistory {
+				a = *r.Value.(*supplyplan.Alert)
+			}
+		}
+		return fired{a, ds}, append(recs, arecs...), nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return supplyplan.Alert{}, err
 	}
-	a.sys.deliveries.schedule(org, r.ds)
-	return r.alerts, r.events, nil
+	s.webhooks.schedule(p.OrgID, f.deliveries)
+	return f.alert, nil
 }
 
-func compareFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+func cooldownError(wait time.Duration) error {
+	return &supplyplan.Error{Code: supplyplan.ERATELIMITED, RetryAfter: wait,
+		Message: fmt.Sprintf("An alert of the same type, product, location and channel fired within the cooldown; retry in %s or set bypassCooldown", wait.Round(time.Second))}
+}
+
+// EvaluateAlerts evaluates the tenant's alerts now.
+func (s *Alerts) EvaluateAlerts(ctx context.Context, p supplyplan.Principal) (supplyplan.EvalReport, error) {
+	return s.eval.evaluateNow(ctx, p.OrgID)
 }

@@ -6,42 +6,50 @@ import (
 	"github.com/supplyplan/supplyplan"
 )
 
+// Billing is the billing service: the payment provider's events, applied by the platform actor to
+// an organization's plan and entitlements, and the billing record they leave.
+type Billing struct {
+	core     *Core
+	plans    supplyplan.PlansConfig
+	webhooks *Webhooks // relays subscription.updated and ops.payment_failed
+}
+
+// NewBilling returns the billing service (plans: supplyplan.DefaultPlans when empty).
+func NewBilling(core *Core, plans supplyplan.PlansConfig, webhooks *Webhooks) *Billing {
+	if plans.Plans == nil {
+		plans = supplyplan.DefaultPlans()
+	}
+	return &Billing{core: core, plans: plans, webhooks: webhooks}
+}
+
+var _ supplyplan.BillingService = (*Billing)(nil)
+
 // HandlePaymentEvent applies a verified payment-provider event in the platform actor; it returns
 // once the effect (billing record, entitlements, audit log, pending events) is durable.
-func (s *System) HandlePaymentEvent(ctx context.Context, ev supplyplan.PaymentEvent, raw []byte) (supplyplan.PaymentResult, error) {
+func (s *Billing) HandlePaymentEvent(ctx context.Context, ev supplyplan.PaymentEvent, raw []byte) (supplyplan.PaymentResult, error) {
 	now := supplyplan.Now()
 	type out struct {
 		res    supplyplan.PaymentResult
 		events []supplyplan.DomainEvent
 	}
-	o, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (out, []supplyplan.Record, error) {
-		res, recs, err := st.ApplyPaymentEvent(ev, raw, s.cfg.Outbound.Plans, now)
-		var evs []supplyplan.DomainEvent
-		for _, r := range recs {
-			if r.Kind == supplyplan.KindPendingEvent && !r.Del {
-				evs = append(evs, *r.Value.(*supplyplan.DomainEvent))
-			}
-		}
-		return out{res, evs}, recs, err
+	o, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (out, []supplyplan.Record, error) {
+		res, recs, err := st.ApplyPaymentEvent(ev, raw, s.plans, now)
+		return out{res, pendingEvents(recs)}, recs, err
 	})
 	if err != nil {
 		return o.res, err
 	}
 	if o.res.OpsAlert != "" {
-		s.log.Warn("operations alert", "kind", supplyplan.OpsPaymentFailed, "org", o.res.OrganizationID, "message", o.res.OpsAlert)
+		s.core.log.Warn("operations alert", "kind", supplyplan.OpsPaymentFailed, "org", o.res.OrganizationID, "message", o.res.OpsAlert)
 	}
-	for _, e := range o.events {
-		s.relay.enqueue(relayItem{fromPlatform: true, ev: e})
-	}
+	s.webhooks.relayPlatform(o.events)
 	return o.res, nil
 }
 
 // GetBilling returns an organization's billing record and audit log.
-func (s *System) GetBilling(ctx context.Context, orgID string) (supplyplan.BillingView, error) {
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.BillingView, []supplyplan.Record, error) {
+func (s *Billing) GetBilling(ctx context.Context, orgID string) (supplyplan.BillingView, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.BillingView, []supplyplan.Record, error) {
 		v, err := st.BillingOf(orgID)
 		return v, nil, err
 	})
 }
-
-var _ supplyplan.BillingService = (*System)(nil)

@@ -7,47 +7,64 @@ import (
 	"github.com/supplyplan/supplyplan"
 )
 
+// Catalog is the read side of a tenant's catalog (products, locations, inventory, orders, kept by
+// the tenant's actor) and of its demand history (kept by the demand store).
+type Catalog struct {
+	core   *Core
+	demand supplyplan.DemandStore
+}
+
+// NewCatalog returns the catalog service.
+func NewCatalog(core *Core, demand supplyplan.DemandStore) *Catalog {
+	return &Catalog{core: core, demand: demand}
+}
+
+var (
+	_ supplyplan.CatalogService = (*Catalog)(nil)
+	_ supplyplan.DemandReader   = (*Catalog)(nil)
+)
+
 // ListProducts lists a tenant's products.
-func (s *System) ListProducts(ctx context.Context, p supplyplan.Principal, f supplyplan.ProductFilter) (supplyplan.Page[supplyplan.Product], error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Product], []supplyplan.Record, error) {
+func (s *Catalog) ListProducts(ctx context.Context, p supplyplan.Principal, f supplyplan.ProductFilter) (supplyplan.Page[supplyplan.Product], error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Product], []supplyplan.Record, error) {
 		return st.ListProducts(f), nil, nil
 	})
 }
 
 // GetProduct returns a product by id or sku.
-func (s *System) GetProduct(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Product, error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Product, []supplyplan.Record, error) {
+func (s *Catalog) GetProduct(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Product, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Product, []supplyplan.Record, error) {
 		pr, err := st.GetProduct(id)
 		return pr, nil, err
 	})
 }
 
 // ListLocations lists a tenant's locations.
-func (s *System) ListLocations(ctx context.Context, p supplyplan.Principal, f supplyplan.LocationFilter) (supplyplan.Page[supplyplan.Location], error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Location], []supplyplan.Record, error) {
+func (s *Catalog) ListLocations(ctx context.Context, p supplyplan.Principal, f supplyplan.LocationFilter) (supplyplan.Page[supplyplan.Location], error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Location], []supplyplan.Record, error) {
 		return st.ListLocations(f), nil, nil
 	})
 }
 
 // ListInventory lists inventory levels.
-func (s *System) ListInventory(ctx context.Context, p supplyplan.Principal, f supplyplan.InventoryFilter) (supplyplan.Page[supplyplan.InventoryLevel], error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.InventoryLevel], []supplyplan.Record, error) {
+func (s *Catalog) ListInventory(ctx context.Context, p supplyplan.Principal, f supplyplan.InventoryFilter) (supplyplan.Page[supplyplan.InventoryLevel], error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.InventoryLevel], []supplyplan.Record, error) {
 		return st.ListInventory(f), nil, nil
 	})
 }
 
 // Availability returns a product's stock picture per location.
-func (s *System) Availability(ctx context.Context, p supplyplan.Principal, sku string, locationIDs []string) ([]supplyplan.Availability, error) {
+func (s *Catalog) Availability(ctx context.Context, p supplyplan.Principal, sku string, locationIDs []string) ([]supplyplan.Availability, error) {
 	now := time.Now().UTC()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Availability, []supplyplan.Record, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Availability, []supplyplan.Record, error) {
 		a, err := st.Availability(sku, locationIDs, now)
 		return a, nil, err
 	})
 }
 
 // GetOrder returns an order by its external id.
-func (s *System) GetOrder(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Order, error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Order, []supplyplan.Record, error) {
+func (s *Catalog) GetOrder(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Order, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Order, []supplyplan.Record, error) {
 		o, err := st.GetOrder(id)
 		return o, nil, err
 	})
@@ -55,8 +72,8 @@ func (s *System) GetOrder(ctx context.Context, p supplyplan.Principal, id string
 
 // DemandHistory returns one weekly series. The product may be named by id or sku; the product and
 // location must exist in the tenant.
-func (s *System) DemandHistory(ctx context.Context, p supplyplan.Principal, key supplyplan.DemandKey, from, to time.Time) ([]supplyplan.WeekValue, error) {
-	resolved, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.DemandKey, []supplyplan.Record, error) {
+func (s *Catalog) DemandHistory(ctx context.Context, p supplyplan.Principal, key supplyplan.DemandKey, from, to time.Time) ([]supplyplan.WeekValue, error) {
+	resolved, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.DemandKey, []supplyplan.Record, error) {
 		fe := supplyplan.FieldErrors{}
 		k := key
 		if pr, ok := st.ProductBySKU(key.SKU); ok {
@@ -72,13 +89,8 @@ func (s *System) DemandHistory(ctx context.Context, p supplyplan.Principal, key 
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.Demand == nil {
+	if s.demand == nil {
 		return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "No demand store configured")
 	}
-	return s.cfg.Demand.Series(ctx, p.OrgID, resolved, from, to)
+	return s.demand.Series(ctx, p.OrgID, resolved, from, to)
 }
-
-var (
-	_ supplyplan.CatalogService = (*System)(nil)
-	_ supplyplan.ImportService  = (*System)(nil)
-)

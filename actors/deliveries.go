@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -33,8 +34,9 @@ import (
 // first failure ends the batch), one journal write for every attempt. Ordering then costs one
 // round trip per delivery to the receiver, not two journal commits.
 type deliveryManager struct {
-	sys *System
-	cfg *OutboundConfig
+	core *Core
+	log  *slog.Logger
+	cfg  *OutboundConfig
 
 	mu      sync.Mutex
 	due     laneHeap // lanes with a pending delivery and none in flight, by their head's due time
@@ -113,9 +115,13 @@ type laneResult struct {
 	keep bool
 }
 
-func newDeliveryManager(sys *System, cfg *OutboundConfig) *deliveryManager {
+func newDeliveryManager(core *Core, cfg *OutboundConfig) *deliveryManager {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &deliveryManager{sys: sys, cfg: cfg, lanes: map[laneKey]*lane{}, wake: make(chan struct{}, 1),
+	log := slog.New(slog.DiscardHandler)
+	if core != nil {
+		log = core.log
+	}
+	return &deliveryManager{core: core, log: log, cfg: cfg, lanes: map[laneKey]*lane{}, wake: make(chan struct{}, 1),
 		work: make(chan workItem), closing: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
@@ -319,7 +325,7 @@ func (m *deliveryManager) worker() {
 	for it := range m.work {
 		res, err := m.attempt(it.lane.owner, it.ids)
 		if err != nil && m.ctx.Err() == nil {
-			m.sys.log.Warn("delivery attempts not recorded; retrying", "owner", it.lane.owner, "deliveries", len(it.ids), "first", it.ids[0], "err", err)
+			m.log.Warn("delivery attempts not recorded; retrying", "owner", it.lane.owner, "deliveries", len(it.ids), "first", it.ids[0], "err", err)
 			at := time.Now().Add(5 * time.Second)
 			res = []laneResult{{next: &at}} // the rest keep their place behind it
 		}
@@ -352,7 +358,7 @@ type attemptOutcome struct {
 // returns one result per id (fewer: the rest keep their place).
 func (m *deliveryManager) attempt(owner string, ids []string) ([]laneResult, error) {
 	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
-	plans, err := outboundTx(ctx, m.sys, owner, func(st *supplyplan.OutboundState) ([]sendPlan, []supplyplan.Record, error) {
+	plans, err := outboundTx(ctx, m.core, owner, func(st *supplyplan.OutboundState) ([]sendPlan, []supplyplan.Record, error) {
 		out := make([]sendPlan, len(ids))
 		for i, id := range ids {
 			out[i] = m.plan(st, id)
@@ -391,7 +397,7 @@ func (m *deliveryManager) attempt(owner string, ids []string) ([]laneResult, err
 	}
 	ctx, cancel = context.WithTimeout(m.ctx, 30*time.Second)
 	defer cancel()
-	results, err := outboundTx(ctx, m.sys, owner, func(st *supplyplan.OutboundState) (map[string]supplyplan.AttemptResult, []supplyplan.Record, error) {
+	results, err := outboundTx(ctx, m.core, owner, func(st *supplyplan.OutboundState) (map[string]supplyplan.AttemptResult, []supplyplan.Record, error) {
 		now := supplyplan.Now()
 		var recs []supplyplan.Record
 		out := map[string]supplyplan.AttemptResult{}
@@ -424,7 +430,7 @@ func (m *deliveryManager) attempt(owner string, ids []string) ([]laneResult, err
 		}
 		m.count(r)
 		if r.Disabled != "" {
-			m.sys.log.Warn("delivery target disabled", "owner", owner, "target", r.Disabled, "status", r.Delivery.Attempts[len(r.Delivery.Attempts)-1].StatusCode)
+			m.log.Warn("delivery target disabled", "owner", owner, "target", r.Disabled, "status", r.Delivery.Attempts[len(r.Delivery.Attempts)-1].StatusCode)
 		}
 		if r.Delivery.Status == supplyplan.DeliveryPending {
 			res[i].next = r.Delivery.NextAttemptAt

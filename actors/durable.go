@@ -1,6 +1,9 @@
 // Package actors runs the service's state on hollywood actors: one actor per organization owns that
-// tenant's state and serializes its writes (validate, apply, persist, reply), and one platform
-// actor owns organizations and keys. Only this package imports hollywood.
+// tenant's state and serializes its writes (validate, apply, persist, reply), one platform actor
+// owns organizations and keys, and outbound actors own alerts, endpoints and deliveries. Each is
+// the journaled actor of this file. Core (core.go) runs them; one service type per capability
+// (Platform, Forecasting, Transfers, ...) implements the root package's service interfaces on the
+// core. Only this package imports hollywood; it reaches the journal through supplyplan.Journal.
 package actors
 
 import (
@@ -16,7 +19,6 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/supplyplan/supplyplan"
-	"github.com/supplyplan/supplyplan/streams"
 )
 
 // State is what a durable actor owns: changed only by Apply, rebuilt by replaying records.
@@ -67,7 +69,7 @@ type drainMsg struct{ done chan struct{} }
 // durable is the generic journaled actor shared by tenant and platform actors.
 type durable[S State] struct {
 	stream    string
-	journal   *streams.Journal
+	journal   supplyplan.Journal
 	newState  func() S
 	log       *slog.Logger
 	snapEvery int
@@ -288,7 +290,7 @@ func (d *durable[S]) run(m txMsg[S]) {
 		if err == nil && d.durableSeq.Load() < d.seq {
 			// A read must not see a write that is not durable yet: answer after the next commit.
 			stream := d.stream
-			d.journal.Barrier(func(jerr error) {
+			d.journal.Barrier(stream, func(jerr error) {
 				if jerr != nil {
 					m.respond(txReply{stream: stream, err: d.unavailable()})
 					return
@@ -404,7 +406,7 @@ func (d *durable[S]) drain(m drainMsg) {
 	if d.sinceSnap > 0 && !d.snapping {
 		d.snapshot(true)
 	}
-	d.journal.Barrier(func(error) { close(m.done) })
+	d.journal.Barrier(d.stream, func(error) { close(m.done) })
 }
 
 // ask sends fn to the actor at pid and waits for its reply or ctx's end.

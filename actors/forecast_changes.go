@@ -18,7 +18,7 @@ import (
 // costs a few forecast runs, not one per write. Entries still pending at shutdown (or at a
 // crash) are filled after the next start.
 type changeRecorder struct {
-	sys     *System
+	svc     *Forecasts
 	mu      sync.Mutex
 	running map[string]bool
 	again   map[string]bool
@@ -35,8 +35,8 @@ const (
 	changeBatch     = 256 // entries computed per transaction
 )
 
-func newChangeRecorder(sys *System) *changeRecorder {
-	return &changeRecorder{sys: sys, running: map[string]bool{}, again: map[string]bool{}, stop: make(chan struct{}),
+func newChangeRecorder(svc *Forecasts) *changeRecorder {
+	return &changeRecorder{svc: svc, running: map[string]bool{}, again: map[string]bool{}, stop: make(chan struct{}),
 		delay: 200 * time.Millisecond, retry: 5 * time.Second}
 }
 
@@ -82,7 +82,7 @@ func (c *changeRecorder) loop(org string) {
 			if ctx.Err() != nil {
 				return
 			}
-			c.sys.log.Warn("forecast change history: figures not computed yet", "org", org, "err", err)
+			c.svc.core.log.Warn("forecast change history: figures not computed yet", "org", org, "err", err)
 			wait = c.retry
 			c.mu.Lock()
 			c.again[org] = true
@@ -115,16 +115,16 @@ func (c *changeRecorder) close() {
 
 // fill computes and writes the figures of every pending entry of org, oldest first.
 func (c *changeRecorder) fill(ctx context.Context, org string) error {
-	s := c.sys
+	s := c.svc
 	for {
-		batch, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) ([]supplyplan.ChangeEntry, []supplyplan.Record, error) {
+		batch, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) ([]supplyplan.ChangeEntry, []supplyplan.Record, error) {
 			return st.PendingChanges(changeBatch), nil, nil
 		})
 		if err != nil || len(batch) == 0 {
 			return err
 		}
 		var keys *scopeKeys
-		if s.cfg.Demand != nil {
+		if s.demand != nil {
 			all, err := s.fc.seriesKeys(ctx, org, "", "", supplyplan.ChannelAll)
 			if err != nil {
 				return err
@@ -136,7 +136,7 @@ func (c *changeRecorder) fill(ctx context.Context, org string) error {
 				return err
 			}
 		}
-		if _, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+		if _, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
 			var recs []supplyplan.Record
 			for _, e := range batch {
 				recs = append(recs, st.CompleteChange(e)...)
@@ -156,7 +156,7 @@ func (c *changeRecorder) fill(ctx context.Context, org string) error {
 // was before the change (previousTotal) and as it is after it (newTotal), every other event as
 // it is now.
 func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.ChangeEntry, scopes *scopeKeys) error {
-	s := c.sys
+	s := c.svc
 	now := supplyplan.Now()
 	e.UpdatedAt = &now
 	old, new := e.Pending.Old, e.Pending.New
@@ -271,7 +271,7 @@ func pushVersion(st *stack, e *supplyplan.ExternalEvent, k supplyplan.DemandKey,
 	if e == nil || !e.AppliesTo(k.SKU, k.Location) {
 		return
 	}
-	w := eventWeight(e, ws)
+	w := e.WeekWeight(ws)
 	if w <= 0 {
 		return
 	}
@@ -283,23 +283,4 @@ func pushVersion(st *stack, e *supplyplan.ExternalEvent, k supplyplan.DemandKey,
 		lift = lifts.Estimate(&occ, seriesKey(k)).LiftPct
 	}
 	st.push(lift, w, e.Stacking() == supplyplan.StackAdditive)
-}
-
-// eventWeight is an event's share of week ws: overlapping days / 7 × intensity (as the engine).
-func eventWeight(e *supplyplan.ExternalEvent, ws time.Time) float64 {
-	a, b := e.StartsAt, e.EndsAt
-	if ws.After(a) {
-		a = ws
-	}
-	if we := ws.Add(week); we.Before(b) {
-		b = we
-	}
-	if !b.After(a) {
-		return 0
-	}
-	w := float64(b.Sub(a)) / float64(week)
-	if e.Value != nil && e.Value.Intensity != nil {
-		w *= min(max(*e.Value.Intensity, 0), 1)
-	}
-	return w
 }

@@ -16,7 +16,7 @@ import (
 // are empty) over horizon weeks. One series is forecast directly; a total is forecast top-down from
 // its summed weekly history (aggregated in the store), with the org-wide events and, for one
 // product, that product's own events.
-func (s *System) totalSeries(ctx context.Context, org, product, location string, opt forecast.Options) (forecast.Result, bool, error) {
+func (s *Forecasts) totalSeries(ctx context.Context, org, product, location string, opt forecast.Options) (forecast.Result, bool, error) {
 	if product != "" && location != "" {
 		k := supplyplan.DemandKey{SKU: product, Location: location, Channel: supplyplan.ChannelAll}
 		res, err := s.fc.run(ctx, org, []supplyplan.DemandKey{k}, opt, time.Time{})
@@ -32,7 +32,7 @@ func (s *System) totalSeries(ctx context.Context, org, product, location string,
 	if location != "" {
 		q.Locations = []string{location}
 	}
-	groups, err := s.cfg.Demand.Aggregate(ctx, org, q)
+	groups, err := s.demand.Aggregate(ctx, org, q)
 	if err != nil {
 		return forecast.Result{}, false, fmt.Errorf("aggregate demand: %w", err)
 	}
@@ -65,12 +65,10 @@ func (s *System) totalSeries(ctx context.Context, org, product, location string,
 }
 
 // ChannelProjection splits the total forecast by the channel mix of the demand history.
-func (s *System) ChannelProjection(ctx context.Context, p supplyplan.Principal, productRef, location string, horizon int) (supplyplan.ChannelProjection, error) {
-	if horizon == 0 {
-		horizon = supplyplan.DefaultHorizonWeeks
-	}
-	if horizon < 1 || horizon > supplyplan.MaxHorizonWeeks {
-		return supplyplan.ChannelProjection{}, supplyplan.Invalid("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
+func (s *Forecasts) ChannelProjection(ctx context.Context, p supplyplan.Principal, productRef, location string, horizon int) (supplyplan.ChannelProjection, error) {
+	horizon, err := supplyplan.CheckHorizon("horizonWeeks", horizon)
+	if err != nil {
+		return supplyplan.ChannelProjection{}, err
 	}
 	product, _, err := s.resolveSeries(ctx, p.OrgID, productRef, location, "")
 	if err != nil {
@@ -92,7 +90,7 @@ func (s *System) ChannelProjection(ctx context.Context, p supplyplan.Principal, 
 	if location != "" {
 		q.Locations = []string{location}
 	}
-	groups, err := s.cfg.Demand.Aggregate(ctx, p.OrgID, q)
+	groups, err := s.demand.Aggregate(ctx, p.OrgID, q)
 	if err != nil {
 		return out, fmt.Errorf("aggregate channels: %w", err)
 	}
@@ -149,45 +147,16 @@ func (s *System) ChannelProjection(ctx context.Context, p supplyplan.Principal, 
 }
 
 // LongTerm forecasts months ahead and sums by month or quarter, with intervals that widen.
-func (s *System) LongTerm(ctx context.Context, p supplyplan.Principal, productRef, location string, months int, granularity string, interval float64) (supplyplan.LongTermForecast, error) {
-	fe := supplyplan.FieldErrors{}
-	if months == 0 {
-		months = 18
-	}
-	if months < 1 || months > 36 {
-		fe.Add("horizonMonths", "must be between 1 and 36")
-	}
-	if granularity == "" {
-		granularity = "MONTH"
-	}
-	if granularity != "MONTH" && granularity != "QUARTER" {
-		fe.Add("granularity", "must be MONTH or QUARTER")
-	}
-	if interval == 0 {
-		interval = 0.8
-	}
-	if !slices.Contains([]float64{0.5, 0.8, 0.9, 0.95}, interval) {
-		fe.Add("interval", "must be 0.5, 0.8, 0.9 or 0.95")
-	}
-	if err := fe.Err(); err != nil {
+func (s *Forecasts) LongTerm(ctx context.Context, p supplyplan.Principal, productRef, location string, months int, granularity string, interval float64) (supplyplan.LongTermForecast, error) {
+	months, granularity, interval, err := supplyplan.LongTermOptions(months, granularity, interval)
+	if err != nil {
 		return supplyplan.LongTermForecast{}, err
 	}
 	product, _, err := s.resolveSeries(ctx, p.OrgID, productRef, location, "")
 	if err != nil {
 		return supplyplan.LongTermForecast{}, err
 	}
-	// The horizon covers the current month and the months-1 after it; quarters are whole: from the
-	// current quarter to the one holding the horizon's last month. The current month or quarter is
-	// partial (its past days are history).
-	now := time.Now().UTC()
-	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	last := first.AddDate(0, months-1, 0)
-	end := last.AddDate(0, 1, 0)
-	if granularity == "QUARTER" {
-		first = quarterStart(first)
-		end = quarterStart(last).AddDate(0, 3, 0)
-	}
-	weeks := int(math.Ceil(end.Sub(supplyplan.WeekStart(now)).Hours() / (24 * 7)))
+	first, end, weeks := supplyplan.LongTermWindow(time.Now(), months, granularity)
 	out := supplyplan.LongTermForecast{ProductMasterID: product, LocationID: location, HorizonMonths: months, Granularity: granularity,
 		Interval: interval, Buckets: []supplyplan.LongTermBucket{}, GeneratedAt: supplyplan.Now()}
 	res, ok, err := s.totalSeries(ctx, p.OrgID, product, location, forecast.Options{Horizon: weeks, Interval: interval, Point: forecast.PointMean})
@@ -204,92 +173,42 @@ func (s *System) LongTerm(ctx context.Context, p supplyplan.Principal, productRe
 		if b.Start.Before(first) || !b.Start.Before(end) {
 			continue // the days of the forecast's first week that fall in the previous month or quarter
 		}
-		label := b.Start.Format("2006-01")
-		if granularity == "QUARTER" {
-			label = fmt.Sprintf("%d-Q%d", b.Start.Year(), (int(b.Start.Month())-1)/3+1)
-		}
-		out.Buckets = append(out.Buckets, supplyplan.LongTermBucket{Period: label, Start: supplyplan.Date(b.Start), End: supplyplan.Date(b.End),
+		out.Buckets = append(out.Buckets, supplyplan.LongTermBucket{Period: supplyplan.BucketLabel(b.Start, granularity), Start: supplyplan.Date(b.Start), End: supplyplan.Date(b.End),
 			Baseline: supplyplan.Quantity(b.Baseline), Quantity: supplyplan.Quantity(b.Quantity), Lower: supplyplan.Quantity(b.Lower),
 			Upper: supplyplan.Quantity(b.Upper), Partial: b.Partial})
 	}
 	return out, nil
 }
 
-// quarterStart is the first day of t's quarter.
-func quarterStart(t time.Time) time.Time {
-	return time.Date(t.Year(), time.Month((int(t.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC)
-}
-
-// accPair is one forecast week scored against its actual.
-type accPair struct {
-	key       supplyplan.DemandKey
-	forecast  float64
-	actual    float64
-	scale     float64 // the series' mean absolute week-to-week change before the window
-	hasActual bool
-}
-
 // Accuracy scores stored forecast versions against the actuals that arrived later.
-func (s *System) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyplan.AccuracyQuery) (supplyplan.AccuracyReport, error) {
-	if q.WindowWeeks == 0 {
-		q.WindowWeeks = 13
+func (s *Forecasts) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyplan.AccuracyQuery) (supplyplan.AccuracyReport, error) {
+	windowWeeks, from, to, err := q.AccuracyWindow(time.Now())
+	if err != nil {
+		return supplyplan.AccuracyReport{}, err
 	}
-	if q.WindowWeeks < 1 || q.WindowWeeks > 104 {
-		return supplyplan.AccuracyReport{}, supplyplan.Invalid("windowWeeks", "must be between 1 and 104")
-	}
+	q.WindowWeeks = windowWeeks
 	product, _, err := s.resolveSeries(ctx, p.OrgID, q.ProductMasterID, q.LocationID, "")
 	if err != nil {
 		return supplyplan.AccuracyReport{}, err
 	}
-	versions, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ForecastVersion, []supplyplan.Record, error) {
+	versions, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ForecastVersion, []supplyplan.Record, error) {
 		return st.Versions(), nil, nil
 	})
 	if err != nil {
 		return supplyplan.AccuracyReport{}, err
 	}
-	to := supplyplan.WeekStart(time.Now())
-	from := to.Add(-time.Duration(q.WindowWeeks) * week)
 	rep := supplyplan.AccuracyReport{WindowWeeks: q.WindowWeeks, From: supplyplan.Date(from), To: supplyplan.Date(to.Add(-24 * time.Hour)),
 		ByProduct: []supplyplan.AccuracyMetrics{}, ByLocation: []supplyplan.AccuracyMetrics{}, ByChannel: []supplyplan.AccuracyMetrics{}}
 	if q.Channel != "" && q.Channel != supplyplan.ChannelAll {
 		return rep, nil // versions hold channel totals (ALL) only
 	}
-	// The forecast of record of a (series, week) is the version with the latest information cut-off
-	// (its first week) before that week; ties go to the newest version.
-	type cell struct {
-		key  supplyplan.DemandKey
-		week time.Time
-	}
-	best := map[cell]float64{}
-	bestID := map[cell]string{}
-	bestStart := map[cell]time.Time{}
-	used := map[string]bool{}
-	for _, v := range versions {
-		if q.ScenarioID != "" && v.ScenarioID != q.ScenarioID {
-			continue
-		}
-		for _, vs := range v.Series {
-			if (product != "" && vs.SKU != product) || (q.LocationID != "" && vs.Location != q.LocationID) {
-				continue
-			}
-			for i, qty := range vs.Quantity {
-				w := v.Start.Add(time.Duration(i) * week)
-				if w.Before(from) || !w.Before(to) {
-					continue
-				}
-				c := cell{supplyplan.DemandKey{SKU: vs.SKU, Location: vs.Location, Channel: supplyplan.ChannelAll}, w}
-				if bs, seen := bestStart[c]; !seen || v.Start.After(bs) || (v.Start.Equal(bs) && v.ID > bestID[c]) {
-					best[c], bestID[c], bestStart[c] = qty, v.ID, v.Start
-				}
-			}
-		}
-	}
+	// The forecast of record of every (series, week) of the window.
+	best, used := supplyplan.RecordedForecasts(versions, q.ScenarioID, product, q.LocationID, from, to)
 	keys := map[supplyplan.DemandKey]bool{}
-	for c, id := range bestID {
-		keys[c.key] = true
-		used[id] = true
+	for c := range best {
+		keys[c.Key] = true
 	}
-	rep.Versions = len(used)
+	rep.Versions = used
 	if len(keys) == 0 {
 		return rep, nil
 	}
@@ -297,114 +216,39 @@ func (s *System) Accuracy(ctx context.Context, p supplyplan.Principal, q supplyp
 	for k := range keys {
 		klist = append(klist, k)
 	}
-	hist, err := s.cfg.Demand.SeriesBatch(ctx, p.OrgID, klist, time.Time{}, to.Add(-time.Nanosecond))
+	hist, err := s.demand.SeriesBatch(ctx, p.OrgID, klist, time.Time{}, to.Add(-time.Nanosecond))
 	if err != nil {
 		return rep, fmt.Errorf("read actuals: %w", err)
 	}
-	actual := map[cell]float64{}
+	actual := map[supplyplan.SeriesWeek]float64{}
 	scale := map[supplyplan.DemandKey]float64{}
 	for k, weeks := range hist {
-		var diffs, n float64
-		var prev *float64
-		for _, w := range weeks {
-			if w.Week.Before(from) {
-				if prev != nil {
-					diffs += math.Abs(w.Actual - *prev)
-					n++
-				}
-				a := w.Actual
-				prev = &a
-				continue
-			}
-			actual[cell{k, supplyplan.WeekStart(w.Week)}] = w.Actual
+		byWeek, sc := supplyplan.WindowActuals(weeks, from)
+		for w, a := range byWeek {
+			actual[supplyplan.SeriesWeek{Key: k, Week: w}] = a
 		}
-		if n > 0 {
-			scale[k] = diffs / n
+		if sc > 0 {
+			scale[k] = sc
 		}
 	}
-	var pairs []accPair
+	var points []supplyplan.AccuracyPoint
 	for c, f := range best {
 		a, ok := actual[c]
 		if !ok {
 			continue // no actual recorded for the week yet
 		}
-		pairs = append(pairs, accPair{key: c.key, forecast: f, actual: a, scale: scale[c.key], hasActual: true})
+		points = append(points, supplyplan.AccuracyPoint{Key: c.Key, Forecast: f, Actual: a, Scale: scale[c.Key]})
 	}
-	rep.Overall = metrics(pairs, func(accPair) string { return "" })[""]
-	group := func(name func(accPair) string, set func(*supplyplan.AccuracyMetrics, string)) []supplyplan.AccuracyMetrics {
-		m := metrics(pairs, name)
-		out := make([]supplyplan.AccuracyMetrics, 0, len(m))
-		for k, v := range m {
-			set(&v, k)
-			out = append(out, v)
-		}
-		slices.SortFunc(out, func(a, b supplyplan.AccuracyMetrics) int {
-			return cmp.Compare(a.ProductMasterID+"|"+a.LocationID+"|"+a.Channel, b.ProductMasterID+"|"+b.LocationID+"|"+b.Channel)
-		})
-		return out
-	}
-	rep.ByProduct = group(func(p accPair) string { return p.key.SKU }, func(m *supplyplan.AccuracyMetrics, k string) { m.ProductMasterID = k })
-	rep.ByLocation = group(func(p accPair) string { return p.key.Location }, func(m *supplyplan.AccuracyMetrics, k string) { m.LocationID = k })
-	rep.ByChannel = group(func(p accPair) string { return p.key.Channel }, func(m *supplyplan.AccuracyMetrics, k string) { m.Channel = k })
+	rep.Overall, rep.ByProduct, rep.ByLocation, rep.ByChannel = supplyplan.AccuracyBreakdown(points)
 	return rep, nil
-}
-
-// metrics computes WAPE, MAPE, bias and MASE per group of pairs.
-func metrics(pairs []accPair, groupOf func(accPair) string) map[string]supplyplan.AccuracyMetrics {
-	type acc struct {
-		absErr, err, absAct, fc, act, ape, scale float64
-		n, nAPE, nScale                          int
-	}
-	by := map[string]*acc{}
-	for _, p := range pairs {
-		g := groupOf(p)
-		a := by[g]
-		if a == nil {
-			a = &acc{}
-			by[g] = a
-		}
-		e := p.forecast - p.actual
-		a.absErr += math.Abs(e)
-		a.err += e
-		a.absAct += math.Abs(p.actual)
-		a.fc += p.forecast
-		a.act += p.actual
-		a.n++
-		if p.actual != 0 {
-			a.ape += math.Abs(e) / math.Abs(p.actual)
-			a.nAPE++
-		}
-		if p.scale > 0 {
-			a.scale += p.scale
-			a.nScale++
-		}
-	}
-	out := make(map[string]supplyplan.AccuracyMetrics, len(by))
-	for g, a := range by {
-		m := supplyplan.AccuracyMetrics{Points: a.n, Actual: supplyplan.Quantity(a.act), Forecast: supplyplan.Quantity(a.fc)}
-		if a.absAct > 0 {
-			w, b := round4(a.absErr/a.absAct), round4(a.err/a.absAct)
-			m.WAPE, m.Bias = &w, &b
-		}
-		if a.nAPE > 0 {
-			v := round4(a.ape / float64(a.nAPE))
-			m.MAPE = &v
-		}
-		if a.nScale > 0 && a.scale > 0 {
-			v := round4((a.absErr / float64(a.n)) / (a.scale / float64(a.nScale)))
-			m.MASE = &v
-		}
-		out[g] = m
-	}
-	return out
 }
 
 // maxLiftSeries bounds the series an event's lift report reads.
 const maxLiftSeries = 500
 
 // EventLift compares an event's planned and realised lift over the series it applies to.
-func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID string) (supplyplan.EventLiftReport, error) {
-	ev, err := s.GetEvent(ctx, p, eventID)
+func (s *Forecasts) EventLift(ctx context.Context, p supplyplan.Principal, eventID string) (supplyplan.EventLiftReport, error) {
+	ev, err := s.event(ctx, p.OrgID, eventID)
 	if err != nil {
 		return supplyplan.EventLiftReport{}, err
 	}
@@ -444,7 +288,7 @@ func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID 
 		}
 		return rep, nil
 	}
-	hist, err := s.cfg.Demand.SeriesBatch(ctx, p.OrgID, keys, time.Time{}, thisWeek.Add(-time.Nanosecond))
+	hist, err := s.demand.SeriesBatch(ctx, p.OrgID, keys, time.Time{}, thisWeek.Add(-time.Nanosecond))
 	if err != nil {
 		return rep, fmt.Errorf("read history: %w", err)
 	}
@@ -507,5 +351,3 @@ func (s *System) EventLift(ctx context.Context, p supplyplan.Principal, eventID 
 	}
 	return rep, nil
 }
-
-var _ supplyplan.ForecastService = (*System)(nil)

@@ -18,12 +18,12 @@ type scenarioView struct {
 }
 
 // resolveSeries checks the product and location of a query and loads the scenario.
-func (s *System) resolveSeries(ctx context.Context, org, productRef, location, scenarioID string) (string, scenarioView, error) {
+func (s *Forecasts) resolveSeries(ctx context.Context, org, productRef, location, scenarioID string) (string, scenarioView, error) {
 	type resolved struct {
 		product string
 		view    scenarioView
 	}
-	r, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
+	r, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
 		var out resolved
 		fe := supplyplan.FieldErrors{}
 		if productRef != "" {
@@ -91,7 +91,7 @@ func forecastOptions(q supplyplan.ForecastQuery) (forecast.Options, error) {
 }
 
 // Forecast answers GET /api/forecast: one series, or every series of the tenant (paginated).
-func (s *System) Forecast(ctx context.Context, p supplyplan.Principal, q supplyplan.ForecastQuery) (supplyplan.ForecastResponse, error) {
+func (s *Forecasts) Forecast(ctx context.Context, p supplyplan.Principal, q supplyplan.ForecastQuery) (supplyplan.ForecastResponse, error) {
 	opt, err := forecastOptions(q)
 	if err != nil {
 		return supplyplan.ForecastResponse{}, err
@@ -146,7 +146,7 @@ func (s *System) Forecast(ctx context.Context, p supplyplan.Principal, q supplyp
 
 // channelFactor is the scenario's channel lift for a series: the channel's own lift, or for ALL
 // the lifts weighted by the channels' shares of the last 26 weeks of demand.
-func (s *System) channelFactor(ctx context.Context, org string, k supplyplan.DemandKey, sc *supplyplan.Scenario) (float64, error) {
+func (s *Forecasts) channelFactor(ctx context.Context, org string, k supplyplan.DemandKey, sc *supplyplan.Scenario) (float64, error) {
 	if sc == nil || len(sc.Assumptions.ChannelAdjustments) == 0 {
 		return 1, nil
 	}
@@ -158,7 +158,7 @@ func (s *System) channelFactor(ctx context.Context, org string, k supplyplan.Dem
 		return 1 + adj[k.Channel], nil
 	}
 	from := supplyplan.WeekStart(time.Now()).Add(-26 * week)
-	groups, err := s.cfg.Demand.Aggregate(ctx, org, supplyplan.DemandQuery{SKUs: []string{k.SKU}, Locations: []string{k.Location},
+	groups, err := s.demand.Aggregate(ctx, org, supplyplan.DemandQuery{SKUs: []string{k.SKU}, Locations: []string{k.Location},
 		From: from, GroupBy: []string{"channel"}})
 	if err != nil {
 		return 1, fmt.Errorf("channel mix: %w", err)
@@ -279,12 +279,12 @@ func round2(v float64) float64 { return supplyplan.RoundQuantity(v) }
 func round4(v float64) float64 { return supplyplan.RoundRatio(v) }
 
 // scenarioTotals forecasts every matching series under a scenario and sums them by week.
-func (s *System) scenarioTotals(ctx context.Context, org string, sc *supplyplan.Scenario, productRefs, locations []string, horizon int, asOf time.Time) ([]supplyplan.WeekTotal, []supplyplan.VersionSeries, error) {
+func (s *Forecasts) scenarioTotals(ctx context.Context, org string, sc *supplyplan.Scenario, productRefs, locations []string, horizon int, asOf time.Time) ([]supplyplan.WeekTotal, []supplyplan.VersionSeries, error) {
 	type resolved struct {
 		products []string
 		view     scenarioView
 	}
-	r, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
+	r, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
 		var out resolved
 		fe := supplyplan.FieldErrors{}
 		for _, ref := range productRefs {
@@ -359,22 +359,11 @@ func (s *System) scenarioTotals(ctx context.Context, org string, sc *supplyplan.
 	return weekly, series, nil
 }
 
-func sumWeekly(w []supplyplan.WeekTotal) (q, b float64) {
-	for _, x := range w {
-		q += float64(x.Quantity)
-		b += float64(x.Baseline)
-	}
-	return q, b
-}
-
 // GenerateScenario computes and stores the scenario's forecast version and returns its totals.
-func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.GenerateScenarioInput) (supplyplan.GenerateScenarioResult, error) {
-	horizon := supplyplan.DefaultHorizonWeeks
-	if in.HorizonWeeks != nil {
-		horizon = *in.HorizonWeeks
-		if horizon < 1 || horizon > supplyplan.MaxHorizonWeeks {
-			return supplyplan.GenerateScenarioResult{}, supplyplan.Invalid("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
-		}
+func (s *Forecasts) GenerateScenario(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.GenerateScenarioInput) (supplyplan.GenerateScenarioResult, error) {
+	horizon, asOf, err := in.Window(time.Now())
+	if err != nil {
+		return supplyplan.GenerateScenarioResult{}, err
 	}
 	var products, locations []string
 	if in.ProductMasterIDs != nil {
@@ -383,60 +372,32 @@ func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, i
 	if in.LocationIDs != nil {
 		locations = *in.LocationIDs
 	}
-	var asOf time.Time
-	if in.AsOf != nil {
-		t, ok := supplyplan.ParseTime(*in.AsOf)
-		if !ok || t.After(time.Now()) {
-			return supplyplan.GenerateScenarioResult{}, supplyplan.Invalid("asOf", "must be an ISO date not in the future")
-		}
-		asOf = t
-	}
-	sc, err := s.GetScenario(ctx, p, id)
+	sc, err := s.scenario(ctx, p.OrgID, id)
 	if err != nil {
 		return supplyplan.GenerateScenarioResult{}, err
 	}
-	if sc.Status == supplyplan.ScenarioArchived {
-		return supplyplan.GenerateScenarioResult{}, supplyplan.Conflict("Scenario is archived and cannot be generated")
+	if err := sc.CheckGenerate(); err != nil {
+		return supplyplan.GenerateScenarioResult{}, err
 	}
 	weekly, series, err := s.scenarioTotals(ctx, p.OrgID, &sc, products, locations, horizon, asOf)
 	if err != nil {
 		return supplyplan.GenerateScenarioResult{}, err
 	}
-	total, base := sumWeekly(weekly)
 	now := supplyplan.Now()
-	start := now
-	if !asOf.IsZero() {
-		start = asOf
-	}
-	v := supplyplan.ForecastVersion{ID: supplyplan.NewID("fv"), ScenarioID: id, GeneratedAt: now, GeneratedBy: p.Actor(),
-		Start: supplyplan.WeekStart(start), HorizonWeeks: horizon, TotalQuantity: supplyplan.Quantity(round2(total)), TotalBaseline: supplyplan.Quantity(round2(base)),
-		Weekly: weekly, Series: series}
-	out, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.GenerateScenarioResult, []supplyplan.Record, error) {
+	v := supplyplan.NewForecastVersion(id, p.Actor(), horizon, asOf, now, weekly, series)
+	out, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.GenerateScenarioResult, []supplyplan.Record, error) {
 		cur, ok := st.Scenarios[id]
 		if !ok {
 			return supplyplan.GenerateScenarioResult{}, nil, supplyplan.NotFound("Scenario")
 		}
-		if cur.Status == supplyplan.ScenarioArchived {
-			return supplyplan.GenerateScenarioResult{}, nil, supplyplan.Conflict("Scenario is archived and cannot be generated")
+		if err := cur.CheckGenerate(); err != nil {
+			return supplyplan.GenerateScenarioResult{}, nil, err
 		}
+		prev, _ := st.LatestVersion(id)
+		ch := supplyplan.GenerateChange(v, prev, products, locations, p.Actor(), now)
 		res := supplyplan.GenerateScenarioResult{Success: true, ScenarioID: id, VersionID: v.ID, GeneratedAt: now, HorizonWeeks: horizon,
-			SeriesCount: len(series), TotalQuantity: v.TotalQuantity, TotalBaseline: v.TotalBaseline, Weekly: weekly, Status: string(cur.Status)}
-		var prev *float64
-		if pv, ok := st.LatestVersion(id); ok {
-			t := float64(pv.TotalQuantity)
-			prev = &t
-		}
-		next := total
-		ch := supplyplan.NewChange(supplyplan.ChangeGenerate, p.Actor(), fmt.Sprintf("generated %d weeks over %d series", horizon, len(series)), prev, &next, now)
-		res.PreviousTotal = ch.PreviousTotal
-		ch.ScenarioID, ch.HorizonWeeks, ch.SeriesCount = id, horizon, len(series)
-		if len(products) == 1 {
-			ch.ProductMasterID = products[0]
-		}
-		if len(locations) == 1 {
-			ch.LocationID = locations[0]
-		}
-		res.Delta = ch.Delta
+			SeriesCount: len(series), TotalQuantity: v.TotalQuantity, TotalBaseline: v.TotalBaseline, Weekly: weekly, Status: string(cur.Status),
+			PreviousTotal: ch.PreviousTotal, Delta: ch.Delta}
 		recs := append(st.AddForecastVersion(v), st.AddChange(ch)...)
 		return res, recs, nil
 	})
@@ -444,19 +405,9 @@ func (s *System) GenerateScenario(ctx context.Context, p supplyplan.Principal, i
 }
 
 // CompareScenarios forecasts 2 to 10 scenarios over the same series and compares them with the first.
-func (s *System) CompareScenarios(ctx context.Context, p supplyplan.Principal, in supplyplan.CompareInput) (supplyplan.CompareResult, error) {
-	fe := supplyplan.FieldErrors{}
-	if in.ScenarioIDs == nil || len(*in.ScenarioIDs) < 2 || len(*in.ScenarioIDs) > 10 {
-		fe.Add("scenarioIds", "must list 2 to 10 scenario ids")
-	}
-	horizon := supplyplan.DefaultHorizonWeeks
-	if in.HorizonWeeks != nil {
-		horizon = *in.HorizonWeeks
-		if horizon < 1 || horizon > supplyplan.MaxHorizonWeeks {
-			fe.Add("horizonWeeks", "must be between 1 and %d", supplyplan.MaxHorizonWeeks)
-		}
-	}
-	if err := fe.Err(); err != nil {
+func (s *Forecasts) CompareScenarios(ctx context.Context, p supplyplan.Principal, in supplyplan.CompareInput) (supplyplan.CompareResult, error) {
+	horizon, err := in.Window()
+	if err != nil {
 		return supplyplan.CompareResult{}, err
 	}
 	var products, locations []string
@@ -468,7 +419,7 @@ func (s *System) CompareScenarios(ctx context.Context, p supplyplan.Principal, i
 	}
 	out := supplyplan.CompareResult{HorizonWeeks: horizon, GeneratedAt: supplyplan.Now()}
 	for i, id := range *in.ScenarioIDs {
-		sc, err := s.GetScenario(ctx, p, id)
+		sc, err := s.scenario(ctx, p.OrgID, id)
 		if err != nil {
 			if supplyplan.ErrorCode(err) == supplyplan.ENOTFOUND {
 				return out, supplyplan.Invalid("scenarioIds", "unknown scenario %q", id)
@@ -479,37 +430,44 @@ func (s *System) CompareScenarios(ctx context.Context, p supplyplan.Principal, i
 		if err != nil {
 			return out, err
 		}
-		total, base := sumWeekly(weekly)
+		total, base := supplyplan.SumWeekly(weekly)
 		c := supplyplan.ScenarioComparison{ScenarioID: id, Name: sc.Name, Type: string(sc.Type), Status: string(sc.Status),
-			TotalQuantity: supplyplan.Quantity(total), TotalBaseline: supplyplan.Quantity(base), Weekly: weekly,
-			WeeklyDeltaVsFirst: make([]supplyplan.Quantity, len(weekly))}
+			TotalQuantity: supplyplan.Quantity(total), TotalBaseline: supplyplan.Quantity(base), Weekly: weekly}
+		var first *supplyplan.ScenarioComparison
 		if i > 0 {
-			first := out.Scenarios[0]
-			c.DeltaVsFirst = c.TotalQuantity - first.TotalQuantity
-			if first.TotalQuantity != 0 {
-				pct := round4(float64(c.DeltaVsFirst / first.TotalQuantity))
-				c.DeltaPctVsFirst = &pct
-			}
-			for w := range weekly {
-				c.WeeklyDeltaVsFirst[w] = weekly[w].Quantity - first.Weekly[w].Quantity
-			}
-		} else {
-			zero := 0.0
-			c.DeltaPctVsFirst = &zero
+			first = &out.Scenarios[0]
 		}
+		c.CompareWith(first)
 		out.SeriesCount = len(series)
 		out.Scenarios = append(out.Scenarios, c)
 	}
 	return out, nil
 }
 
+// scenario reads one scenario.
+func (s *Forecasts) scenario(ctx context.Context, org, id string) (supplyplan.Scenario, error) {
+	return tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
+		sc, err := st.GetScenario(id)
+		return sc, nil, err
+	})
+}
+
+// event reads one tenant event or global event.
+func (s *Forecasts) event(ctx context.Context, org, id string) (supplyplan.ExternalEvent, error) {
+	global := s.core.globalLookup()
+	return tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+		e, err := st.GetEvent(id, global)
+		return e, nil, err
+	})
+}
+
 // ChangeHistory lists forecast changes.
-func (s *System) ChangeHistory(ctx context.Context, p supplyplan.Principal, f supplyplan.ChangeFilter) ([]supplyplan.ChangeEntry, int, error) {
+func (s *Forecasts) ChangeHistory(ctx context.Context, p supplyplan.Principal, f supplyplan.ChangeFilter) ([]supplyplan.ChangeEntry, int, error) {
 	type page struct {
 		items []supplyplan.ChangeEntry
 		total int
 	}
-	r, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (page, []supplyplan.Record, error) {
+	r, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (page, []supplyplan.Record, error) {
 		items, total := st.ListChanges(f)
 		return page{items, total}, nil, nil
 	})

@@ -17,7 +17,7 @@ func doneLifts(gen uint64) *liftEntry {
 // An event write touches the forecasts of its scope only, and the lift models whose history it
 // overlaps only.
 func TestEventWriteInvalidatesWhatItTouches(t *testing.T) {
-	f := newForecaster(nil, 0)
+	f := newForecaster(nil, nil, 0)
 	tf := f.tenant("org")
 	this := supplyplan.WeekStart(time.Now())
 	past := this.AddDate(0, 0, -70)

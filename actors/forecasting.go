@@ -2,46 +2,60 @@ package actors
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/supplyplan/supplyplan"
 )
 
+// Forecasting is the service of a tenant's scenarios and external events (promotions, price
+// changes, holidays...), kept by the tenant's actor. An event write invalidates the forecasts it
+// touches and has its change-history figures computed (Forecasts).
+type Forecasting struct {
+	core      *Core
+	forecasts *Forecasts
+}
+
+// NewForecasting returns the scenario and event service.
+func NewForecasting(core *Core, forecasts *Forecasts) *Forecasting {
+	return &Forecasting{core: core, forecasts: forecasts}
+}
+
+var _ supplyplan.ForecastingService = (*Forecasting)(nil)
+
 // ListScenarios lists a tenant's scenarios.
-func (s *System) ListScenarios(ctx context.Context, p supplyplan.Principal, f supplyplan.ScenarioFilter) ([]supplyplan.Scenario, error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Scenario, []supplyplan.Record, error) {
+func (s *Forecasting) ListScenarios(ctx context.Context, p supplyplan.Principal, f supplyplan.ScenarioFilter) ([]supplyplan.Scenario, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Scenario, []supplyplan.Record, error) {
 		return st.ListScenarios(f), nil, nil
 	})
 }
 
 // CreateScenario creates a DRAFT scenario.
-func (s *System) CreateScenario(ctx context.Context, p supplyplan.Principal, in supplyplan.ScenarioInput) (supplyplan.Scenario, error) {
-	now, global := supplyplan.Now(), s.globalLookup()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
+func (s *Forecasting) CreateScenario(ctx context.Context, p supplyplan.Principal, in supplyplan.ScenarioInput) (supplyplan.Scenario, error) {
+	now, global := supplyplan.Now(), s.core.globalLookup()
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
 		return st.CreateScenario(in, global, now)
 	})
 }
 
 // GetScenario returns one scenario.
-func (s *System) GetScenario(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Scenario, error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
+func (s *Forecasting) GetScenario(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Scenario, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
 		sc, err := st.GetScenario(id)
 		return sc, nil, err
 	})
 }
 
 // UpdateScenario applies a partial update.
-func (s *System) UpdateScenario(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.ScenarioInput) (supplyplan.Scenario, error) {
-	now, global := supplyplan.Now(), s.globalLookup()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
+func (s *Forecasting) UpdateScenario(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.ScenarioInput) (supplyplan.Scenario, error) {
+	now, global := supplyplan.Now(), s.core.globalLookup()
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
 		return st.UpdateScenario(id, in, global, now)
 	})
 }
 
 // ArchiveScenario archives a scenario.
-func (s *System) ArchiveScenario(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Scenario, error) {
+func (s *Forecasting) ArchiveScenario(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Scenario, error) {
 	now := supplyplan.Now()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
 		return st.ArchiveScenario(id, now)
 	})
 }
@@ -49,51 +63,33 @@ func (s *System) ArchiveScenario(ctx context.Context, p supplyplan.Principal, id
 // PublishScenario publishes a scenario. When it changes state, the change history records the
 // forecast of record moving from the newest version of the scenarios published before to this
 // scenario's newest version.
-func (s *System) PublishScenario(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Scenario, error) {
+func (s *Forecasting) PublishScenario(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Scenario, error) {
 	now := supplyplan.Now()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
 		sc, recs, err := st.PublishScenario(id, now)
 		if err != nil || len(recs) == 0 {
 			return sc, recs, err
 		}
-		var prev, next *float64
-		var prevID string
-		for _, o := range st.Scenarios {
-			if o.ID == id || o.Status != supplyplan.ScenarioPublished {
-				continue
-			}
-			if v, ok := st.LatestVersion(o.ID); ok && v.ID > prevID {
-				t := float64(v.TotalQuantity)
-				prev, prevID = &t, v.ID
-			}
-		}
-		if v, ok := st.LatestVersion(id); ok {
-			t := float64(v.TotalQuantity)
-			next = &t
-		}
-		reason := fmt.Sprintf("scenario %q published", sc.Name)
-		if next == nil {
-			reason += " (not generated yet: no forecast total)"
-		}
-		ch := supplyplan.NewChange(supplyplan.ChangePublish, p.Actor(), reason, prev, next, now)
-		ch.ScenarioID = id
+		prev, _ := st.ForecastOfRecord(id)
+		next, _ := st.LatestVersion(id)
+		ch := supplyplan.PublishChange(sc, prev, next, p.Actor(), now)
 		return sc, append(recs, st.AddChange(ch)...), nil
 	})
 }
 
 // ListEvents lists the tenant's events and the global ones that pass f.
-func (s *System) ListEvents(ctx context.Context, p supplyplan.Principal, f supplyplan.EventFilter) ([]supplyplan.ExternalEvent, error) {
-	globals := s.index.Load().globalL
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ExternalEvent, []supplyplan.Record, error) {
+func (s *Forecasting) ListEvents(ctx context.Context, p supplyplan.Principal, f supplyplan.EventFilter) ([]supplyplan.ExternalEvent, error) {
+	globals := s.core.globalEvents()
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		return st.ListEvents(f, globals), nil, nil
 	})
 }
 
 // CreateEvent creates a tenant event. Its change-history entry is written in the same journal
 // record (see TenantState.EventChange).
-func (s *System) CreateEvent(ctx context.Context, p supplyplan.Principal, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
+func (s *Forecasting) CreateEvent(ctx context.Context, p supplyplan.Principal, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
 	now := supplyplan.Now()
-	e, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+	e, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		e, recs, err := st.CreateEvent(in, now)
 		if err != nil {
 			return e, nil, err
@@ -108,15 +104,16 @@ func (s *System) CreateEvent(ctx context.Context, p supplyplan.Principal, in sup
 
 // eventWritten invalidates the forecasts an event write touches and wakes the change recorder,
 // which computes the figures of pending change-history entries.
-func (s *System) eventWritten(org string, old, new *supplyplan.ExternalEvent) {
-	s.fc.eventsChanged(org, old, new)
-	s.changes.schedule(org)
+func (s *Forecasting) eventWritten(org string, old, new *supplyplan.ExternalEvent) {
+	if s.forecasts != nil {
+		s.forecasts.eventWritten(org, old, new)
+	}
 }
 
 // GetEvent returns a tenant event or a global one.
-func (s *System) GetEvent(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.ExternalEvent, error) {
-	global := s.globalLookup()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+func (s *Forecasting) GetEvent(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.ExternalEvent, error) {
+	global := s.core.globalLookup()
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		e, err := st.GetEvent(id, global)
 		return e, nil, err
 	})
@@ -124,10 +121,10 @@ func (s *System) GetEvent(ctx context.Context, p supplyplan.Principal, id string
 
 // UpdateEvent applies a partial update to a tenant event, with its change-history entry in the same
 // journal record.
-func (s *System) UpdateEvent(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
-	now, global := supplyplan.Now(), s.globalLookup()
+func (s *Forecasting) UpdateEvent(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
+	now, global := supplyplan.Now(), s.core.globalLookup()
 	type updated struct{ old, new supplyplan.ExternalEvent }
-	u, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (updated, []supplyplan.Record, error) {
+	u, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (updated, []supplyplan.Record, error) {
 		var old supplyplan.ExternalEvent
 		if cur, ok := st.Events[id]; ok {
 			old = *cur
@@ -145,9 +142,9 @@ func (s *System) UpdateEvent(ctx context.Context, p supplyplan.Principal, id str
 }
 
 // DeleteEvent deletes a tenant event, with its change-history entry in the same journal record.
-func (s *System) DeleteEvent(ctx context.Context, p supplyplan.Principal, id string) error {
-	now, global := supplyplan.Now(), s.globalLookup()
-	old, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+func (s *Forecasting) DeleteEvent(ctx context.Context, p supplyplan.Principal, id string) error {
+	now, global := supplyplan.Now(), s.core.globalLookup()
+	old, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		var old supplyplan.ExternalEvent
 		if cur, ok := st.Events[id]; ok {
 			old = *cur
@@ -163,9 +160,3 @@ func (s *System) DeleteEvent(ctx context.Context, p supplyplan.Principal, id str
 	}
 	return err
 }
-
-var (
-	_ supplyplan.Authenticator      = (*System)(nil)
-	_ supplyplan.PlatformService    = (*System)(nil)
-	_ supplyplan.ForecastingService = (*System)(nil)
-)

@@ -18,7 +18,7 @@ import (
 // marker is journaled with that write (durable.run), the response is added by FinishIdempotent.
 // Each durable actor keeps the keys of its stream in an idemTable, journaled as records of kind
 // supplyplan.KindIdempotency and kept in its snapshots under "$idempotency"; keys older than
-// supplyplan.IdempotencyTTL are dropped. The System keeps the keys of running requests in memory
+// supplyplan.IdempotencyTTL are dropped. The Idempotency service keeps the keys of running requests in memory
 // (one process owns a tenant's actors).
 
 // idemTable is the Idempotency-Keys of one stream, oldest first for expiry.
@@ -181,27 +181,34 @@ func (d *durable[S]) storeIdempotency(m idemStoreMsg) {
 // idemSettleMax bounds how long a finished request's key waits for the writes it started.
 const idemSettleMax = 10 * time.Minute
 
-// idempotency holds the keys of running requests.
-type idempotency struct {
+// Idempotency is the service behind the Idempotency-Key header: it claims a key for a running
+// request, finds the key's stored outcome in the streams the request's scope writes to, and stores
+// the outcome in the stream that journaled the request's first write (with the key's marker).
+type Idempotency struct {
+	core    *Core
 	mu      sync.Mutex
-	running map[string]*supplyplan.IdempotencyClaim
+	running map[string]*supplyplan.IdempotencyClaim // the keys of running requests
 }
+
+// NewIdempotency returns the idempotency service.
+func NewIdempotency(core *Core) *Idempotency {
+	return &Idempotency{core: core, running: map[string]*supplyplan.IdempotencyClaim{}}
+}
+
+var _ supplyplan.IdempotencyService = (*Idempotency)(nil)
 
 // BeginIdempotent claims (scope, key) for a request: 409 while another request holds it; the
 // stored response (or 422 or 410) when a request with it was applied in the last 24 hours.
-func (s *System) BeginIdempotent(ctx context.Context, scope, key, fingerprint string) (*supplyplan.IdempotencyClaim, *supplyplan.IdempotentResponse, error) {
+func (s *Idempotency) BeginIdempotent(ctx context.Context, scope, key, fingerprint string) (*supplyplan.IdempotencyClaim, *supplyplan.IdempotentResponse, error) {
 	id := supplyplan.IdempotencyID(scope, key)
-	s.idem.mu.Lock()
-	if s.idem.running == nil {
-		s.idem.running = map[string]*supplyplan.IdempotencyClaim{}
-	}
-	if _, busy := s.idem.running[id]; busy {
-		s.idem.mu.Unlock()
+	s.mu.Lock()
+	if _, busy := s.running[id]; busy {
+		s.mu.Unlock()
 		return nil, nil, supplyplan.ErrIdempotencyInFlight()
 	}
 	c := supplyplan.NewIdempotencyClaim(scope, key, fingerprint)
-	s.idem.running[id] = c
-	s.idem.mu.Unlock()
+	s.running[id] = c
+	s.mu.Unlock()
 	e, err := s.lookupIdempotency(ctx, scope, key)
 	if err != nil || e != nil {
 		s.release(c)
@@ -220,7 +227,7 @@ func (s *System) BeginIdempotent(ctx context.Context, scope, key, fingerprint st
 // outcome, in the stream that holds the marker; then releases the key. A request that wrote
 // nothing stores nothing (its retry runs again, which is safe). When a write outlived the request's
 // wait (its timeout), resp is not its outcome: the marker alone stays, and the key answers 410.
-func (s *System) FinishIdempotent(c *supplyplan.IdempotencyClaim, resp supplyplan.IdempotentResponse) <-chan struct{} {
+func (s *Idempotency) FinishIdempotent(c *supplyplan.IdempotencyClaim, resp supplyplan.IdempotentResponse) <-chan struct{} {
 	released := make(chan struct{})
 	go func() {
 		defer close(released)
@@ -231,51 +238,51 @@ func (s *System) FinishIdempotent(c *supplyplan.IdempotencyClaim, resp supplypla
 			return
 		}
 		reply := make(chan error, 1)
-		s.engine.Send(pid, idemStoreMsg{scope: c.Scope, key: c.Key, resp: resp, reply: reply})
+		s.core.engine.Send(pid, idemStoreMsg{scope: c.Scope, key: c.Key, resp: resp, reply: reply})
 		select {
 		case err := <-reply:
 			if err != nil {
-				s.log.Warn("idempotency: response not stored; the key will answer 410", "scope", c.Scope, "err", err)
+				s.core.log.Warn("idempotency: response not stored; the key will answer 410", "scope", c.Scope, "err", err)
 			}
 		case <-time.After(idemSettleMax):
-			s.log.Warn("idempotency: no answer storing a response", "scope", c.Scope)
+			s.core.log.Warn("idempotency: no answer storing a response", "scope", c.Scope)
 		}
 	}()
 	return released
 }
 
-func (s *System) release(c *supplyplan.IdempotencyClaim) {
-	s.idem.mu.Lock()
-	defer s.idem.mu.Unlock()
+func (s *Idempotency) release(c *supplyplan.IdempotencyClaim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	id := supplyplan.IdempotencyID(c.Scope, c.Key)
-	if s.idem.running[id] == c {
-		delete(s.idem.running, id)
+	if s.running[id] == c {
+		delete(s.running, id)
 	}
 }
 
 // lookupIdempotency asks every stream a request of scope writes to for the key's entry: the
 // tenant's (or the platform's) own stream and its outbound stream.
-func (s *System) lookupIdempotency(ctx context.Context, scope, key string) (*supplyplan.IdempotencyEntry, error) {
+func (s *Idempotency) lookupIdempotency(ctx context.Context, scope, key string) (*supplyplan.IdempotencyEntry, error) {
 	var pids []*actor.PID
 	if scope == supplyplan.IdempotencyPlatformScope {
-		pids = append(pids, s.platformPID)
-		if pid, err := s.outbound(supplyplan.PlatformOwner); err == nil {
+		pids = append(pids, s.core.platformPID)
+		if pid, err := s.core.outbound(supplyplan.PlatformOwner); err == nil {
 			pids = append(pids, pid)
 		}
 	} else {
-		pid, err := s.tenant(scope)
+		pid, err := s.core.tenant(scope)
 		if err != nil {
 			return nil, err
 		}
 		pids = append(pids, pid)
-		if pid, err := s.outbound(scope); err == nil {
+		if pid, err := s.core.outbound(scope); err == nil {
 			pids = append(pids, pid)
 		}
 	}
 	replies := make([]chan idemLookupReply, len(pids))
 	for i, pid := range pids {
 		replies[i] = make(chan idemLookupReply, 1)
-		s.engine.Send(pid, idemLookupMsg{scope: scope, key: key, reply: replies[i]})
+		s.core.engine.Send(pid, idemLookupMsg{scope: scope, key: key, reply: replies[i]})
 	}
 	var found *supplyplan.IdempotencyEntry
 	for _, ch := range replies {

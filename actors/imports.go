@@ -34,8 +34,11 @@ type ImportConfig struct {
 // importManager queues and runs import jobs. Each running job is a hollywood actor ("import/<id>")
 // whose work runs on its own goroutine and reports back to it.
 type importManager struct {
-	sys *System
-	cfg ImportConfig
+	core      *Core
+	cfg       ImportConfig
+	demand    supplyplan.DemandStore
+	forecasts *Forecasts                // demand-history writes invalidate forecasts (nil: none kept)
+	events    supplyplan.EventPublisher // import.* events (nil: dropped)
 
 	mu       sync.Mutex
 	queues   map[string][]queuedJob       // orgID -> jobs waiting, in submission order
@@ -49,7 +52,7 @@ type importManager struct {
 	wg       sync.WaitGroup
 }
 
-func newImportManager(sys *System, cfg ImportConfig) *importManager {
+func newImportManager(core *Core, cfg ImportConfig, demand supplyplan.DemandStore, forecasts *Forecasts, events supplyplan.EventPublisher) *importManager {
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = 5000
 	}
@@ -59,7 +62,7 @@ func newImportManager(sys *System, cfg ImportConfig) *importManager {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 2
 	}
-	return &importManager{sys: sys, cfg: cfg, queues: map[string][]queuedJob{}, running: map[string][]*runningJob{},
+	return &importManager{core: core, cfg: cfg, demand: demand, forecasts: forecasts, events: events, queues: map[string][]queuedJob{}, running: map[string][]*runningJob{},
 		bodies: map[string][]byte{}, split: map[string][]json.RawMessage{}, decoders: map[string]*decoder{}, sem: make(chan struct{}, cfg.Workers), closing: make(chan struct{})}
 }
 
@@ -71,7 +74,7 @@ func (m *importManager) payloadPath(orgID, jobID string) string {
 // no job refers to any more.
 func (m *importManager) resume(ctx context.Context, orgIDs []string) error {
 	for _, org := range orgIDs {
-		jobs, err := tenantTx(ctx, m.sys, org, func(st *supplyplan.TenantState) ([]supplyplan.ImportJob, []supplyplan.Record, error) {
+		jobs, err := tenantTx(ctx, m.core, org, func(st *supplyplan.TenantState) ([]supplyplan.ImportJob, []supplyplan.Record, error) {
 			var out []supplyplan.ImportJob
 			for _, j := range st.ImportJobs {
 				out = append(out, *j)
@@ -86,7 +89,7 @@ func (m *importManager) resume(ctx context.Context, orgIDs []string) error {
 		for _, j := range jobs {
 			if !j.Done() {
 				live[j.JobID+".json"] = true
-				m.sys.log.Info("resuming import job", "org", org, "job", j.JobID, "nextRow", j.NextRow, "rows", j.RowCount)
+				m.core.log.Info("resuming import job", "org", org, "job", j.JobID, "nextRow", j.NextRow, "rows", j.RowCount)
 				m.enqueue(org, j.JobID, j.Kind)
 			}
 		}
@@ -147,7 +150,7 @@ func (m *importManager) startNextLocked(orgID string) {
 		if prev != nil {
 			after = prev.committed
 		}
-		m.sys.engine.Spawn(func() actor.Receiver { return &importJobActor{m: m, orgID: orgID, job: rj, after: after} },
+		m.core.engine.Spawn(func() actor.Receiver { return &importJobActor{m: m, orgID: orgID, job: rj, after: after} },
 			"import", actor.WithID(next.id), actor.WithMaxRestarts(1<<30))
 	}
 }
@@ -210,7 +213,7 @@ func (a *importJobActor) Receive(c *actor.Context) {
 		go func() {
 			defer func() {
 				if r := recover(); r != nil {
-					a.m.sys.log.Error("import job panicked", "job", a.job.id, "panic", r)
+					a.m.core.log.Error("import job panicked", "job", a.job.id, "panic", r)
 				}
 				engine.Send(pid, jobFinishedMsg{})
 			}()
@@ -244,9 +247,9 @@ func (m *importManager) run(orgID string, rj *runningJob, after <-chan struct{})
 	switch {
 	case err == nil:
 	case errors.Is(err, errStopping) || ctx.Err() != nil:
-		m.sys.log.Info("import job paused for shutdown", "job", jobID)
+		m.core.log.Info("import job paused for shutdown", "job", jobID)
 	default:
-		m.sys.log.Error("import job stopped", "job", jobID, "err", err)
+		m.core.log.Error("import job stopped", "job", jobID, "err", err)
 		m.abort(orgID, jobID, err)
 	}
 }
@@ -281,7 +284,7 @@ func reason(err error) string {
 }
 
 func (m *importManager) job(ctx context.Context, orgID, jobID string) (supplyplan.ImportJob, error) {
-	return tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+	return tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
 		j, err := st.GetImportJob(jobID)
 		return j, nil, err
 	})
@@ -394,7 +397,7 @@ func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d 
 	now := supplyplan.Now()
 	var j supplyplan.ImportJob
 	err := retry(ctx, func() (err error) {
-		j, err = tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+		j, err = tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
 			cur, ok := st.ImportJobs[jobID]
 			if !ok {
 				return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
@@ -424,10 +427,10 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 	t0 := time.Now()
 	var tResolved, tTurn, tWritten time.Time
 	defer func() {
-		m.sys.log.Debug("import chunk", "job", jobID, "rows", end-start, "resolve", tResolved.Sub(t0),
+		m.core.log.Debug("import chunk", "job", jobID, "rows", end-start, "resolve", tResolved.Sub(t0),
 			"waitTurn", tTurn.Sub(tResolved), "write", tWritten.Sub(tTurn), "progress", time.Since(tWritten))
 	}()
-	res, err := tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, []supplyplan.Record, error) {
+	res, err := tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, []supplyplan.Record, error) {
 		return st.ApplyImport(d, now), nil, nil
 	})
 	if err != nil {
@@ -444,18 +447,20 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 	tTurn = time.Now()
 	if len(res.Demand) > 0 {
 		stage := "writing rows " + rowRange(start, end) + " to the demand store"
-		if m.sys.cfg.Demand == nil {
+		if m.demand == nil {
 			return supplyplan.ImportJob{}, &jobError{stage: stage, err: supplyplan.Errorf(supplyplan.EUNAVAILABLE, "no demand store is configured"), start: start, end: end}
 		}
-		if err := retry(ctx, func() error { return m.sys.cfg.Demand.UpsertWeeks(ctx, orgID, res.Demand) }); err != nil {
+		if err := retry(ctx, func() error { return m.demand.UpsertWeeks(ctx, orgID, res.Demand) }); err != nil {
 			return supplyplan.ImportJob{}, &jobError{stage: stage, err: fmt.Errorf("write demand history: %w", err), start: start, end: end}
 		}
-		m.sys.fc.bumpDemand(orgID)
+		if m.forecasts != nil {
+			m.forecasts.demandChanged(orgID)
+		}
 	}
 	tWritten = time.Now()
 	var j supplyplan.ImportJob
 	err = retry(ctx, func() (err error) {
-		j, err = tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+		j, err = tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
 			cur, ok := st.ImportJobs[jobID]
 			if !ok {
 				return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
@@ -525,7 +530,7 @@ func retry(ctx context.Context, fn func() error) error {
 
 // update changes a job record in one tenant transaction and returns the new job.
 func (m *importManager) update(ctx context.Context, orgID, jobID string, fn func(*supplyplan.ImportJob)) (supplyplan.ImportJob, error) {
-	return tenantTx(ctx, m.sys, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+	return tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
 		cur, ok := st.ImportJobs[jobID]
 		if !ok {
 			return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
@@ -580,7 +585,7 @@ func (m *importManager) abort(orgID, jobID string, cause error) {
 		stopAt(j, why, supplyplan.Now())
 	})
 	if err != nil {
-		m.sys.log.Error("cannot end import job", "job", jobID, "err", err)
+		m.core.log.Error("cannot end import job", "job", jobID, "err", err)
 		return
 	}
 	_ = os.Remove(m.payloadPath(orgID, jobID))
@@ -620,10 +625,10 @@ func stopAt(j *supplyplan.ImportJob, why string, now time.Time) {
 // publish announces a finished job on the event bus (import.completed, .partial or .failed) once
 // it, and its outbox entry, are durable.
 func (m *importManager) publish(orgID string, j supplyplan.ImportJob) {
-	if m.sys.cfg.Events == nil {
+	if m.events == nil {
 		return
 	}
-	m.sys.cfg.Events.Publish(importEvent(orgID, j))
+	m.events.Publish(importEvent(orgID, j))
 }
 
 // ImportEventData is the payload of import.* events.
@@ -633,17 +638,45 @@ func ImportEventData(j supplyplan.ImportJob) map[string]any {
 		"completedAt": j.CompletedAt}
 }
 
+// Imports is the bulk import service: a job per accepted request, its body stored durably until
+// it finishes, applied chunk by chunk to the tenant's actor (catalog, inventory, orders...) or to
+// the demand store (demand history), resumed after a restart.
+type Imports struct {
+	core *Core
+	m    *importManager
+}
+
+// NewImports returns the import service; Open resumes the jobs a stop interrupted.
+func NewImports(core *Core, cfg ImportConfig, demand supplyplan.DemandStore, forecasts *Forecasts, events supplyplan.EventPublisher) *Imports {
+	return &Imports{core: core, m: newImportManager(core, cfg, demand, forecasts, events)}
+}
+
+var _ supplyplan.ImportService = (*Imports)(nil)
+
+// Open queues every unfinished job of every tenant again (in the background: it does not wait
+// for them).
+func (s *Imports) Open(ctx context.Context) error { return s.m.resume(ctx, s.core.orgs()) }
+
+// Close stops starting jobs and waits for the running ones to stop after their current chunk
+// (they resume on the next start).
+func (s *Imports) Close(ctx context.Context) error {
+	if err := s.m.close(ctx); err != nil {
+		s.core.log.Warn("import jobs did not stop in time", "err", err)
+	}
+	return nil
+}
+
 // SubmitImport stores the body durably, records the PENDING job, and queues it.
-func (s *System) SubmitImport(ctx context.Context, p supplyplan.Principal, kind supplyplan.ImportKind, body []byte, rows []json.RawMessage) (supplyplan.ImportJob, error) {
+func (s *Imports) SubmitImport(ctx context.Context, p supplyplan.Principal, kind supplyplan.ImportKind, body []byte, rows []json.RawMessage) (supplyplan.ImportJob, error) {
 	rowCount := len(rows)
-	m := s.imports
+	m := s.m
 	jobID := supplyplan.NewID("job")
 	path := m.payloadPath(p.OrgID, jobID)
 	if err := writeFileSync(path, body); err != nil {
 		return supplyplan.ImportJob{}, fmt.Errorf("store import body: %w", err)
 	}
 	now := supplyplan.Now()
-	job, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+	job, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
 		j := supplyplan.ImportJob{JobID: jobID, Kind: kind, Status: supplyplan.JobPending, RowCount: rowCount,
 			Errors: []supplyplan.RowError{}, CreatedAt: now, KeyID: p.KeyID}
 		return j, []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j)}, nil
@@ -662,10 +695,10 @@ func (s *System) SubmitImport(ctx context.Context, p supplyplan.Principal, kind 
 }
 
 // DryRunImport validates rows against the tenant's current data and writes nothing.
-func (s *System) DryRunImport(ctx context.Context, p supplyplan.Principal, kind supplyplan.ImportKind, rows []json.RawMessage) (supplyplan.ImportJob, error) {
+func (s *Imports) DryRunImport(ctx context.Context, p supplyplan.Principal, kind supplyplan.ImportKind, rows []json.RawMessage) (supplyplan.ImportJob, error) {
 	now := supplyplan.Now()
 	decoded := supplyplan.DecodeImportRows(kind, rows, 0)
-	res, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, []supplyplan.Record, error) {
+	res, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, []supplyplan.Record, error) {
 		return st.ApplyImport(decoded, now), nil, nil
 	})
 	if err != nil {
@@ -681,8 +714,8 @@ func (s *System) DryRunImport(ctx context.Context, p supplyplan.Principal, kind 
 }
 
 // GetImportJob returns a job of the principal's organization.
-func (s *System) GetImportJob(ctx context.Context, p supplyplan.Principal, jobID string) (supplyplan.ImportJob, error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+func (s *Imports) GetImportJob(ctx context.Context, p supplyplan.Principal, jobID string) (supplyplan.ImportJob, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
 		j, err := st.GetImportJob(jobID)
 		return j, nil, err
 	})
@@ -722,8 +755,8 @@ func writeFileSync(path string, data []byte) error {
 }
 
 // ListImportJobs lists the organization's jobs, newest first.
-func (s *System) ListImportJobs(ctx context.Context, p supplyplan.Principal) ([]supplyplan.ImportJob, error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ImportJob, []supplyplan.Record, error) {
+func (s *Imports) ListImportJobs(ctx context.Context, p supplyplan.Principal) ([]supplyplan.ImportJob, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ImportJob, []supplyplan.Record, error) {
 		out := make([]supplyplan.ImportJob, 0, len(st.ImportJobs))
 		for _, j := range st.ImportJobs {
 			out = append(out, *j)

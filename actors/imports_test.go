@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
-	"github.com/supplyplan/supplyplan/streams"
+	"github.com/supplyplan/supplyplan/internal/wait"
 )
 
 // flakyDemand is a demand store that accepts okCalls UpsertWeeks calls, then refuses every write.
@@ -54,35 +53,14 @@ func (f *flakyDemand) Aggregate(context.Context, string, supplyplan.DemandQuery)
 }
 func (f *flakyDemand) Close() error { return nil }
 
-// startSystem opens a system on a temporary data dir with the demo organization.
-func startSystem(t *testing.T, demand supplyplan.DemandStore, demandChunk int) (*System, supplyplan.Principal) {
+// startSystem opens the services on a temporary data dir with the demo organization.
+func startSystem(t *testing.T, demand supplyplan.DemandStore, demandChunk int) (*services, supplyplan.Principal) {
 	t.Helper()
-	dir := t.TempDir()
-	j, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(dir, "journal")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewSystem(Config{Journal: j, Demand: demand,
-		Imports: ImportConfig{Dir: filepath.Join(dir, "imports"), DemandChunkSize: demandChunk, ChunkSize: demandChunk}})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var creds supplyplan.Credentials
-	if _, err := s.Bootstrap(ctx, func(c supplyplan.Credentials) error { creds = c; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = s.Close(ctx)
-		_ = j.Close()
-	})
-	return s, supplyplan.Principal{KeyID: "test", OrgID: creds.Organization.ID, Role: supplyplan.RoleAdmin}
+	s := newServices(t, options{demand: demand, imports: ImportConfig{DemandChunkSize: demandChunk, ChunkSize: demandChunk}})
+	return s, s.bootstrap(t)
 }
 
-func submit(t *testing.T, s *System, p supplyplan.Principal, kind supplyplan.ImportKind, rows []string) supplyplan.ImportJob {
+func submit(t *testing.T, s *services, p supplyplan.Principal, kind supplyplan.ImportKind, rows []string) supplyplan.ImportJob {
 	t.Helper()
 	body := []byte(`{"` + kind.ArrayKey() + `":[` + strings.Join(rows, ",") + `]}`)
 	raw, err := supplyplan.SplitImportBody(kind, body, 0)
@@ -90,25 +68,23 @@ func submit(t *testing.T, s *System, p supplyplan.Principal, kind supplyplan.Imp
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	j, err := s.SubmitImport(ctx, p, kind, body, raw)
+	j, err := s.imports.SubmitImport(ctx, p, kind, body, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if j, err = s.GetImportJob(ctx, p, j.JobID); err != nil {
+	wait.Eventually(t, 30*time.Second, func() error {
+		if j, err = s.imports.GetImportJob(ctx, p, j.JobID); err != nil {
 			t.Fatal(err)
 		}
-		if j.Done() {
-			return j
+		if !j.Done() {
+			return fmt.Errorf("job %s did not finish: %+v", j.JobID, j)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("job %s did not finish: %+v", j.JobID, j)
+		return nil
+	})
 	return j
 }
 
-func seedDemandCatalog(t *testing.T, s *System, p supplyplan.Principal) {
+func seedDemandCatalog(t *testing.T, s *services, p supplyplan.Principal) {
 	t.Helper()
 	if j := submit(t, s, p, supplyplan.ImportCatalog, []string{`{"externalId":"P"}`}); j.Status != supplyplan.JobCompleted {
 		t.Fatalf("catalog: %+v", j)

@@ -7,42 +7,28 @@ import (
 	"github.com/supplyplan/supplyplan"
 )
 
-// mcpIndex is the part of the published platform index that the registry and the tool service
-// read on every request.
-type mcpIndex struct {
-	toolByHash    map[string]supplyplan.APIKey
-	gatewayByHash map[string]supplyplan.APIKey
-	bySlug        map[string]string // slug -> org id
-	merchants     map[string]supplyplan.MerchantProfile
-	listed        []supplyplan.Merchant // sorted by slug
+// MCP is the service behind the MCP surfaces (the registry and the hosted tool service): merchant
+// profiles, capabilities, tool keys and gateway keys (kept by the platform actor), the merchant
+// directory, and the audits of confirmed tool calls (kept by each tenant's actor).
+type MCP struct {
+	core     *Core
+	webhooks *Webhooks // checks a merchant's webhookUrl and relays merchant.updated
 }
 
-func buildMCPIndex(st *supplyplan.PlatformState) mcpIndex {
-	ix := mcpIndex{toolByHash: map[string]supplyplan.APIKey{}, gatewayByHash: map[string]supplyplan.APIKey{},
-		bySlug: make(map[string]string, len(st.Orgs)), merchants: make(map[string]supplyplan.MerchantProfile, len(st.Merchants))}
-	for _, k := range st.ToolKeys {
-		if k.RevokedAt == nil {
-			ix.toolByHash[k.Hash] = *k
-		}
-	}
-	for _, k := range st.GatewayKeys {
-		if k.RevokedAt == nil {
-			ix.gatewayByHash[k.Hash] = *k
-		}
-	}
-	for id, o := range st.Orgs {
-		ix.bySlug[o.Slug] = id
-	}
-	for id, p := range st.Merchants {
-		ix.merchants[id] = *p
-	}
-	ix.listed = st.ListedMerchants()
-	return ix
-}
+// NewMCP returns the MCP service.
+func NewMCP(core *Core, webhooks *Webhooks) *MCP { return &MCP{core: core, webhooks: webhooks} }
+
+var (
+	_ supplyplan.GatewayKeyStore      = (*MCP)(nil)
+	_ supplyplan.MCPPlatformService   = (*MCP)(nil)
+	_ supplyplan.ToolKeyAuthenticator = (*MCP)(nil)
+	_ supplyplan.MerchantDirectory    = (*MCP)(nil)
+	_ supplyplan.ToolAuditLog         = (*MCP)(nil)
+)
 
 // AuthenticateTool resolves a tool key secret (tool service).
-func (s *System) AuthenticateTool(secret string) (supplyplan.APIKey, bool) {
-	ix := s.index.Load()
+func (s *MCP) AuthenticateTool(secret string) (supplyplan.APIKey, bool) {
+	ix := s.core.index.Load()
 	k, ok := ix.mcp.toolByHash[supplyplan.HashKey(secret)]
 	if !ok {
 		return supplyplan.APIKey{}, false
@@ -54,8 +40,8 @@ func (s *System) AuthenticateTool(secret string) (supplyplan.APIKey, bool) {
 }
 
 // OrganizationByRef finds an organization by id or slug.
-func (s *System) OrganizationByRef(ref string) (supplyplan.Organization, bool) {
-	ix := s.index.Load()
+func (s *MCP) OrganizationByRef(ref string) (supplyplan.Organization, bool) {
+	ix := s.core.index.Load()
 	if o, ok := ix.orgs[ref]; ok {
 		return o, true
 	}
@@ -67,24 +53,24 @@ func (s *System) OrganizationByRef(ref string) (supplyplan.Organization, bool) {
 }
 
 // MerchantProfile returns an organization's merchant profile.
-func (s *System) MerchantProfile(orgID string) (supplyplan.MerchantProfile, bool) {
-	p, ok := s.index.Load().mcp.merchants[orgID]
+func (s *MCP) MerchantProfile(orgID string) (supplyplan.MerchantProfile, bool) {
+	p, ok := s.core.index.Load().mcp.merchants[orgID]
 	return p, ok
 }
 
 // ListedMerchants returns the listed merchants sorted by slug (shared: do not modify).
-func (s *System) ListedMerchants() []supplyplan.Merchant { return s.index.Load().mcp.listed }
+func (s *MCP) ListedMerchants() []supplyplan.Merchant { return s.core.index.Load().mcp.listed }
 
 // SetMerchant stores a merchant profile; its webhookUrl passes the check of every outbound
 // destination (checkDestination). A change with a webhook URL writes a merchant.updated
 // event into the platform outbox in the same journal entry, then hands it to the relay, which
 // turns it into a signed delivery to that URL (the relay's sweep catches it after a crash).
-func (s *System) SetMerchant(ctx context.Context, orgID string, in supplyplan.MerchantInput) (supplyplan.MerchantProfile, error) {
+func (s *MCP) SetMerchant(ctx context.Context, orgID string, in supplyplan.MerchantInput) (supplyplan.MerchantProfile, error) {
 	if err := in.Validate(); err != nil {
 		return supplyplan.MerchantProfile{}, err
 	}
 	if in.WebhookURL != nil && *in.WebhookURL != "" {
-		if err := s.checkDestination(ctx, "webhookUrl", *in.WebhookURL); err != nil {
+		if err := s.webhooks.checkDestination(ctx, "webhookUrl", *in.WebhookURL); err != nil {
 			return supplyplan.MerchantProfile{}, err
 		}
 	}
@@ -93,28 +79,20 @@ func (s *System) SetMerchant(ctx context.Context, orgID string, in supplyplan.Me
 		p      supplyplan.MerchantProfile
 		events []supplyplan.DomainEvent
 	}
-	o, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (out, []supplyplan.Record, error) {
+	o, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (out, []supplyplan.Record, error) {
 		p, recs, err := st.SetMerchant(orgID, in, now)
-		var evs []supplyplan.DomainEvent
-		for _, r := range recs {
-			if r.Kind == supplyplan.KindPendingEvent && !r.Del {
-				evs = append(evs, *r.Value.(*supplyplan.DomainEvent))
-			}
-		}
-		return out{p, evs}, recs, err
+		return out{p, pendingEvents(recs)}, recs, err
 	})
 	if err != nil {
 		return o.p, err
 	}
-	for _, e := range o.events {
-		s.relay.enqueue(relayItem{fromPlatform: true, ev: e})
-	}
+	s.webhooks.relayPlatform(o.events)
 	return o.p, nil
 }
 
 // GetMerchant returns an organization's merchant profile.
-func (s *System) GetMerchant(ctx context.Context, orgID string) (supplyplan.MerchantProfile, error) {
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.MerchantProfile, []supplyplan.Record, error) {
+func (s *MCP) GetMerchant(ctx context.Context, orgID string) (supplyplan.MerchantProfile, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.MerchantProfile, []supplyplan.Record, error) {
 		if _, ok := st.Orgs[orgID]; !ok {
 			return supplyplan.MerchantProfile{}, nil, supplyplan.NotFound("Organization")
 		}
@@ -127,17 +105,17 @@ func (s *System) GetMerchant(ctx context.Context, orgID string) (supplyplan.Merc
 }
 
 // SetCapabilities replaces an organization's capabilities.
-func (s *System) SetCapabilities(ctx context.Context, orgID string, caps []string) (supplyplan.Organization, error) {
+func (s *MCP) SetCapabilities(ctx context.Context, orgID string, caps []string) (supplyplan.Organization, error) {
 	now := supplyplan.Now()
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
 		return st.SetCapabilities(orgID, caps, now)
 	})
 }
 
 // CreateToolKey creates a tool key of an organization and returns its secret (shown once).
-func (s *System) CreateToolKey(ctx context.Context, orgID string, in supplyplan.KeyNameInput) (supplyplan.APIKey, string, error) {
+func (s *MCP) CreateToolKey(ctx context.Context, orgID string, in supplyplan.KeyNameInput) (supplyplan.APIKey, string, error) {
 	now := supplyplan.Now()
-	ck, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (createdKey, []supplyplan.Record, error) {
+	ck, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (createdKey, []supplyplan.Record, error) {
 		k, secret, recs, err := st.CreateToolKey(orgID, in, now)
 		return createdKey{k, secret}, recs, err
 	})
@@ -145,26 +123,26 @@ func (s *System) CreateToolKey(ctx context.Context, orgID string, in supplyplan.
 }
 
 // ListToolKeys lists the tool keys of an organization.
-func (s *System) ListToolKeys(ctx context.Context, orgID string) ([]supplyplan.APIKey, error) {
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) ([]supplyplan.APIKey, []supplyplan.Record, error) {
+func (s *MCP) ListToolKeys(ctx context.Context, orgID string) ([]supplyplan.APIKey, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) ([]supplyplan.APIKey, []supplyplan.Record, error) {
 		keys, err := st.ListToolKeys(orgID)
 		return keys, nil, err
 	})
 }
 
 // RevokeToolKey revokes a tool key.
-func (s *System) RevokeToolKey(ctx context.Context, orgID, keyID string) error {
+func (s *MCP) RevokeToolKey(ctx context.Context, orgID, keyID string) error {
 	now := supplyplan.Now()
-	_, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.APIKey, []supplyplan.Record, error) {
+	_, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.APIKey, []supplyplan.Record, error) {
 		return st.RevokeToolKey(orgID, keyID, now)
 	})
 	return err
 }
 
 // CreateGatewayKey creates a registry gateway key (embedded mode store).
-func (s *System) CreateGatewayKey(ctx context.Context, in supplyplan.KeyNameInput) (supplyplan.APIKey, string, error) {
+func (s *MCP) CreateGatewayKey(ctx context.Context, in supplyplan.KeyNameInput) (supplyplan.APIKey, string, error) {
 	now := supplyplan.Now()
-	ck, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (createdKey, []supplyplan.Record, error) {
+	ck, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (createdKey, []supplyplan.Record, error) {
 		k, secret, recs, err := st.CreateGatewayKey(in, now)
 		return createdKey{k, secret}, recs, err
 	})
@@ -172,33 +150,33 @@ func (s *System) CreateGatewayKey(ctx context.Context, in supplyplan.KeyNameInpu
 }
 
 // ListGatewayKeys lists the gateway keys.
-func (s *System) ListGatewayKeys(ctx context.Context) ([]supplyplan.APIKey, error) {
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) ([]supplyplan.APIKey, []supplyplan.Record, error) {
+func (s *MCP) ListGatewayKeys(ctx context.Context) ([]supplyplan.APIKey, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) ([]supplyplan.APIKey, []supplyplan.Record, error) {
 		return st.ListGatewayKeys(), nil, nil
 	})
 }
 
 // RevokeGatewayKey revokes a gateway key.
-func (s *System) RevokeGatewayKey(ctx context.Context, id string) error {
+func (s *MCP) RevokeGatewayKey(ctx context.Context, id string) error {
 	now := supplyplan.Now()
-	_, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.APIKey, []supplyplan.Record, error) {
+	_, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.APIKey, []supplyplan.Record, error) {
 		return st.RevokeGatewayKey(id, now)
 	})
 	return err
 }
 
 // AuthenticateGateway resolves a gateway key secret from memory.
-func (s *System) AuthenticateGateway(_ context.Context, secret string) (supplyplan.APIKey, bool, error) {
-	k, ok := s.index.Load().mcp.gatewayByHash[supplyplan.HashKey(secret)]
+func (s *MCP) AuthenticateGateway(_ context.Context, secret string) (supplyplan.APIKey, bool, error) {
+	k, ok := s.core.index.Load().mcp.gatewayByHash[supplyplan.HashKey(secret)]
 	return k, ok, nil
 }
 
 // EnsureDemoMCP gives the demo organization of a data dir created before the MCP surfaces its
 // merchant profile and demo tool key. writeCreds receives the new secrets before they are
 // journaled (as in Bootstrap); it is not called when nothing is missing.
-func (s *System) EnsureDemoMCP(ctx context.Context, writeCreds func(map[string]string) error) error {
+func (s *MCP) EnsureDemoMCP(ctx context.Context, writeCreds func(map[string]string) error) error {
 	now := supplyplan.Now()
-	_, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
+	_, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
 		creds, recs := st.EnsureDemoMCP(now)
 		if len(recs) == 0 {
 			return struct{}{}, nil, nil
@@ -214,8 +192,8 @@ func (s *System) EnsureDemoMCP(ctx context.Context, writeCreds func(map[string]s
 }
 
 // ClaimToolConfirmation stores a CONFIRMED tool audit in the organization's journal.
-func (s *System) ClaimToolConfirmation(ctx context.Context, a supplyplan.ToolAudit) error {
-	_, err := tenantTx(ctx, s, a.OrganizationID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+func (s *MCP) ClaimToolConfirmation(ctx context.Context, a supplyplan.ToolAudit) error {
+	_, err := tenantTx(ctx, s.core, a.OrganizationID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
 		recs, err := st.ClaimToolConfirmation(a)
 		return struct{}{}, recs, err
 	})
@@ -223,9 +201,9 @@ func (s *System) ClaimToolConfirmation(ctx context.Context, a supplyplan.ToolAud
 }
 
 // CompleteToolAudit records the outcome of a confirmed tool call.
-func (s *System) CompleteToolAudit(ctx context.Context, orgID, id, status, detail string) error {
+func (s *MCP) CompleteToolAudit(ctx context.Context, orgID, id, status, detail string) error {
 	now := supplyplan.Now()
-	_, err := tenantTx(ctx, s, orgID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+	_, err := tenantTx(ctx, s.core, orgID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
 		recs, err := st.CompleteToolAudit(id, status, detail, now)
 		return struct{}{}, recs, err
 	})
@@ -233,16 +211,8 @@ func (s *System) CompleteToolAudit(ctx context.Context, orgID, id, status, detai
 }
 
 // ListToolAudits lists an organization's tool audits, newest first.
-func (s *System) ListToolAudits(ctx context.Context, orgID string) ([]supplyplan.ToolAudit, error) {
-	return tenantTx(ctx, s, orgID, func(st *supplyplan.TenantState) ([]supplyplan.ToolAudit, []supplyplan.Record, error) {
+func (s *MCP) ListToolAudits(ctx context.Context, orgID string) ([]supplyplan.ToolAudit, error) {
+	return tenantTx(ctx, s.core, orgID, func(st *supplyplan.TenantState) ([]supplyplan.ToolAudit, []supplyplan.Record, error) {
 		return slices.Clone(st.ListToolAudits()), nil, nil
 	})
 }
-
-var (
-	_ supplyplan.GatewayKeyStore      = (*System)(nil)
-	_ supplyplan.MCPPlatformService   = (*System)(nil)
-	_ supplyplan.ToolKeyAuthenticator = (*System)(nil)
-	_ supplyplan.MerchantDirectory    = (*System)(nil)
-	_ supplyplan.ToolAuditLog         = (*System)(nil)
-)

@@ -7,38 +7,33 @@ import (
 	"github.com/supplyplan/supplyplan"
 )
 
-// platformIndex is an immutable view of the platform state for lock-free reads (authentication
-// runs on every request). The platform actor publishes a new one after every change.
-type platformIndex struct {
-	byHash  map[string]supplyplan.APIKey
-	orgs    map[string]supplyplan.Organization
-	globals map[string]*supplyplan.ExternalEvent
-	globalL []*supplyplan.ExternalEvent
-	mcp     mcpIndex
+// Platform is the platform service: organizations, their API keys and the global events, kept by
+// the platform actor, and the authentication of every request from the index it publishes.
+type Platform struct {
+	core      *Core
+	forecasts *Forecasts // global events invalidate every tenant's forecasts (nil: none kept)
 }
 
-func buildIndex(st *supplyplan.PlatformState) *platformIndex {
-	ix := &platformIndex{byHash: make(map[string]supplyplan.APIKey, len(st.Keys)),
-		orgs: make(map[string]supplyplan.Organization, len(st.Orgs)), globals: make(map[string]*supplyplan.ExternalEvent, len(st.GlobalEvents))}
-	for _, k := range st.Keys {
-		if k.RevokedAt == nil {
-			ix.byHash[k.Hash] = *k
-		}
+// NewPlatform returns the platform service.
+func NewPlatform(core *Core, forecasts *Forecasts) *Platform {
+	return &Platform{core: core, forecasts: forecasts}
+}
+
+var (
+	_ supplyplan.Authenticator   = (*Platform)(nil)
+	_ supplyplan.PlatformService = (*Platform)(nil)
+)
+
+// globalEventsChanged drops what was derived from the global events.
+func (s *Platform) globalEventsChanged() {
+	if s.forecasts != nil {
+		s.forecasts.globalEventsChanged()
 	}
-	for id, o := range st.Orgs {
-		ix.orgs[id] = *o
-	}
-	for id, e := range st.GlobalEvents {
-		ix.globals[id] = e
-		ix.globalL = append(ix.globalL, e)
-	}
-	ix.mcp = buildMCPIndex(st)
-	return ix
 }
 
 // Authenticate resolves a key secret to its principal.
-func (s *System) Authenticate(secret string) (supplyplan.Principal, bool) {
-	ix := s.index.Load()
+func (s *Platform) Authenticate(secret string) (supplyplan.Principal, bool) {
+	ix := s.core.index.Load()
 	k, ok := ix.byHash[supplyplan.HashKey(secret)]
 	if !ok {
 		return supplyplan.Principal{}, false
@@ -53,24 +48,16 @@ func (s *System) Authenticate(secret string) (supplyplan.Principal, bool) {
 }
 
 // Organization returns an organization by id.
-func (s *System) Organization(id string) (supplyplan.Organization, bool) {
-	o, ok := s.index.Load().orgs[id]
+func (s *Platform) Organization(id string) (supplyplan.Organization, bool) {
+	o, ok := s.core.index.Load().orgs[id]
 	return o, ok
-}
-
-func (s *System) globalLookup() supplyplan.EventLookup {
-	ix := s.index.Load()
-	return func(id string) (*supplyplan.ExternalEvent, bool) {
-		e, ok := ix.globals[id]
-		return e, ok
-	}
 }
 
 // Bootstrap creates the demo organization and its keys when the platform has no organization yet.
 // writeCreds runs before the records are journaled, so a crash leaves either nothing (and the next
 // start bootstraps again) or both. It returns false when the platform was not empty.
-func (s *System) Bootstrap(ctx context.Context, writeCreds func(supplyplan.Credentials) error) (bool, error) {
-	created, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (bool, []supplyplan.Record, error) {
+func (s *Platform) Bootstrap(ctx context.Context, writeCreds func(supplyplan.Credentials) error) (bool, error) {
+	created, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (bool, []supplyplan.Record, error) {
 		if len(st.Orgs) > 0 {
 			return false, nil, nil
 		}
@@ -83,37 +70,32 @@ func (s *System) Bootstrap(ctx context.Context, writeCreds func(supplyplan.Crede
 	if err != nil || !created {
 		return created, err
 	}
-	for id := range s.index.Load().orgs {
-		if _, err := s.tenant(id); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
+	return true, s.core.startTenants()
 }
 
 // CreateOrganization creates a tenant and starts its actor.
-func (s *System) CreateOrganization(ctx context.Context, in supplyplan.OrganizationInput) (supplyplan.Organization, error) {
+func (s *Platform) CreateOrganization(ctx context.Context, in supplyplan.OrganizationInput) (supplyplan.Organization, error) {
 	now := supplyplan.Now()
-	o, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
+	o, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
 		return st.CreateOrg(in, now)
 	})
 	if err != nil {
 		return o, err
 	}
-	_, err = s.tenant(o.ID)
+	_, err = s.core.tenant(o.ID)
 	return o, err
 }
 
 // ListOrganizations lists every organization.
-func (s *System) ListOrganizations(ctx context.Context) ([]supplyplan.Organization, error) {
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) ([]supplyplan.Organization, []supplyplan.Record, error) {
+func (s *Platform) ListOrganizations(ctx context.Context) ([]supplyplan.Organization, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) ([]supplyplan.Organization, []supplyplan.Record, error) {
 		return st.ListOrgs(), nil, nil
 	})
 }
 
 // GetOrganization returns one organization.
-func (s *System) GetOrganization(ctx context.Context, id string) (supplyplan.Organization, error) {
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
+func (s *Platform) GetOrganization(ctx context.Context, id string) (supplyplan.Organization, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
 		o, ok := st.Orgs[id]
 		if !ok {
 			return supplyplan.Organization{}, nil, supplyplan.NotFound("Organization")
@@ -123,9 +105,9 @@ func (s *System) GetOrganization(ctx context.Context, id string) (supplyplan.Org
 }
 
 // SetEntitlements replaces an organization's entitlements.
-func (s *System) SetEntitlements(ctx context.Context, orgID string, ents []string) (supplyplan.Organization, error) {
+func (s *Platform) SetEntitlements(ctx context.Context, orgID string, ents []string) (supplyplan.Organization, error) {
 	now := supplyplan.Now()
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.Organization, []supplyplan.Record, error) {
 		return st.SetEntitlements(orgID, ents, now)
 	})
 }
@@ -136,9 +118,9 @@ type createdKey struct {
 }
 
 // CreateAPIKey creates a key and returns it with its secret (shown once).
-func (s *System) CreateAPIKey(ctx context.Context, orgID string, in supplyplan.APIKeyInput) (supplyplan.APIKey, string, error) {
+func (s *Platform) CreateAPIKey(ctx context.Context, orgID string, in supplyplan.APIKeyInput) (supplyplan.APIKey, string, error) {
 	now := supplyplan.Now()
-	ck, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (createdKey, []supplyplan.Record, error) {
+	ck, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (createdKey, []supplyplan.Record, error) {
 		k, secret, recs, err := st.CreateKey(orgID, in, now)
 		return createdKey{k, secret}, recs, err
 	})
@@ -146,49 +128,49 @@ func (s *System) CreateAPIKey(ctx context.Context, orgID string, in supplyplan.A
 }
 
 // ListAPIKeys lists the keys of an organization (without secrets).
-func (s *System) ListAPIKeys(ctx context.Context, orgID string) ([]supplyplan.APIKey, error) {
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) ([]supplyplan.APIKey, []supplyplan.Record, error) {
+func (s *Platform) ListAPIKeys(ctx context.Context, orgID string) ([]supplyplan.APIKey, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) ([]supplyplan.APIKey, []supplyplan.Record, error) {
 		keys, err := st.ListKeys(orgID)
 		return keys, nil, err
 	})
 }
 
 // RevokeAPIKey revokes a key; it answers 401 from the moment this returns.
-func (s *System) RevokeAPIKey(ctx context.Context, orgID, keyID string) error {
+func (s *Platform) RevokeAPIKey(ctx context.Context, orgID, keyID string) error {
 	now := supplyplan.Now()
-	_, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.APIKey, []supplyplan.Record, error) {
+	_, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.APIKey, []supplyplan.Record, error) {
 		return st.RevokeKey(orgID, keyID, now)
 	})
 	return err
 }
 
 // CreateGlobalEvent creates an event every tenant sees.
-func (s *System) CreateGlobalEvent(ctx context.Context, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
+func (s *Platform) CreateGlobalEvent(ctx context.Context, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
 	now := supplyplan.Now()
-	e, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+	e, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		return st.CreateGlobalEvent(in, now)
 	})
 	if err == nil {
-		s.fc.bumpEvents("")
+		s.globalEventsChanged()
 	}
 	return e, err
 }
 
 // ListGlobalEvents lists the global events.
-func (s *System) ListGlobalEvents(ctx context.Context) ([]supplyplan.ExternalEvent, error) {
-	return platformTx(ctx, s, func(st *supplyplan.PlatformState) ([]supplyplan.ExternalEvent, []supplyplan.Record, error) {
+func (s *Platform) ListGlobalEvents(ctx context.Context) ([]supplyplan.ExternalEvent, error) {
+	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) ([]supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		return st.ListGlobalEvents(), nil, nil
 	})
 }
 
 // DeleteGlobalEvent removes a global event.
-func (s *System) DeleteGlobalEvent(ctx context.Context, id string) error {
-	_, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
+func (s *Platform) DeleteGlobalEvent(ctx context.Context, id string) error {
+	_, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
 		recs, err := st.DeleteGlobalEvent(id)
 		return struct{}{}, recs, err
 	})
 	if err == nil {
-		s.fc.bumpEvents("")
+		s.globalEventsChanged()
 	}
 	return err
 }

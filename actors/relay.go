@@ -15,7 +15,7 @@ import (
 // The bus makes this immediate; a sweep at start and every SweepInterval catches what the bus
 // could not carry (a crash, a full queue). Accepting an event twice creates no second delivery.
 type eventRelay struct {
-	sys *System
+	w   *Webhooks
 	cfg *OutboundConfig
 
 	ch chan relayItem
@@ -35,8 +35,8 @@ type relayItem struct {
 	ev           supplyplan.DomainEvent
 }
 
-func newEventRelay(sys *System, cfg *OutboundConfig) *eventRelay {
-	return &eventRelay{sys: sys, cfg: cfg, ch: make(chan relayItem, 4096), closing: make(chan struct{})}
+func newEventRelay(w *Webhooks) *eventRelay {
+	return &eventRelay{w: w, cfg: w.cfg, ch: make(chan relayItem, 4096), closing: make(chan struct{})}
 }
 
 // notify hands a published event to the relay without blocking; a full queue leaves it to the
@@ -84,7 +84,7 @@ func (r *eventRelay) loop() {
 			r.move(it)
 		case <-t.C:
 			r.sweep()
-			r.sys.prune()
+			r.w.prune()
 		case <-r.closing:
 			return
 		}
@@ -95,23 +95,23 @@ func (r *eventRelay) loop() {
 func (r *eventRelay) sweep() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for id := range r.sys.index.Load().orgs {
-		evs, err := tenantTx(ctx, r.sys, id, func(st *supplyplan.TenantState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
+	for _, id := range r.w.core.orgs() {
+		evs, err := tenantTx(ctx, r.w.core, id, func(st *supplyplan.TenantState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
 			return st.PendingEventList(), nil, nil
 		})
 		if err != nil {
-			r.sys.log.Warn("read tenant outbox", "org", id, "err", err)
+			r.w.core.log.Warn("read tenant outbox", "org", id, "err", err)
 			continue
 		}
 		for _, e := range evs {
 			r.move(relayItem{sourceOrg: id, ev: e})
 		}
 	}
-	evs, err := platformTx(ctx, r.sys, func(st *supplyplan.PlatformState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
+	evs, err := platformTx(ctx, r.w.core, func(st *supplyplan.PlatformState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
 		return st.PendingEventList(), nil, nil
 	})
 	if err != nil {
-		r.sys.log.Warn("read platform outbox", "err", err)
+		r.w.core.log.Warn("read platform outbox", "err", err)
 		return
 	}
 	for _, e := range evs {
@@ -135,7 +135,7 @@ func (r *eventRelay) move(it relayItem) {
 		return
 	}
 	pol := r.cfg.policies()
-	ds, err := outboundTx(ctx, r.sys, owner, func(st *supplyplan.OutboundState) ([]supplyplan.Delivery, []supplyplan.Record, error) {
+	ds, err := outboundTx(ctx, r.w.core, owner, func(st *supplyplan.OutboundState) ([]supplyplan.Delivery, []supplyplan.Record, error) {
 		if owner == supplyplan.PlatformOwner {
 			if e.Type == supplyplan.OpsPaymentFailed && r.cfg.OpsAlertURL != "" {
 				return st.AcceptURLEvent(e, supplyplan.TargetURLChat, r.cfg.OpsAlertURL, pol.Webhook, now)
@@ -152,10 +152,10 @@ func (r *eventRelay) move(it relayItem) {
 			r.dropFromOutbox(ctx, it) // the organization is gone
 			return
 		}
-		r.sys.log.Warn("relay event", "event", e.ID, "type", e.Type, "err", err)
+		r.w.core.log.Warn("relay event", "event", e.ID, "type", e.Type, "err", err)
 		return
 	}
-	r.sys.deliveries.schedule(owner, ds)
+	r.w.deliveries.schedule(owner, ds)
 	r.dropFromOutbox(ctx, it)
 }
 
@@ -163,14 +163,14 @@ func (r *eventRelay) dropFromOutbox(ctx context.Context, it relayItem) {
 	id := it.ev.ID
 	var err error
 	if it.fromPlatform {
-		_, err = platformTx(ctx, r.sys, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
+		_, err = platformTx(ctx, r.w.core, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
 			if _, ok := st.PendingEvents[id]; !ok {
 				return struct{}{}, nil, nil
 			}
 			return struct{}{}, []supplyplan.Record{supplyplan.Del(supplyplan.KindPendingEvent, id)}, nil
 		})
 	} else if it.sourceOrg != "" {
-		_, err = tenantTx(ctx, r.sys, it.sourceOrg, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+		_, err = tenantTx(ctx, r.w.core, it.sourceOrg, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
 			if _, ok := st.PendingEvents[id]; !ok {
 				return struct{}{}, nil, nil
 			}
@@ -178,24 +178,22 @@ func (r *eventRelay) dropFromOutbox(ctx context.Context, it relayItem) {
 		})
 	}
 	if err != nil && supplyplan.ErrorCode(err) != supplyplan.ENOTFOUND {
-		r.sys.log.Warn("remove relayed event from outbox", "event", id, "err", err)
+		r.w.core.log.Warn("remove relayed event from outbox", "event", id, "err", err)
 	}
 }
 
 // prune forgets old alerts and deliveries of every owner.
-func (s *System) prune() {
+func (s *Webhooks) prune() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	owners := []string{supplyplan.PlatformOwner}
-	for id := range s.index.Load().orgs {
-		owners = append(owners, id)
-	}
+	owners = append(owners, s.core.orgs()...)
 	now := supplyplan.Now()
 	for _, o := range owners {
-		if _, err := outboundTx(ctx, s, o, func(st *supplyplan.OutboundState) (struct{}, []supplyplan.Record, error) {
+		if _, err := outboundTx(ctx, s.core, o, func(st *supplyplan.OutboundState) (struct{}, []supplyplan.Record, error) {
 			return struct{}{}, st.Prune(now), nil
 		}); err != nil {
-			s.log.Warn("prune outbound state", "owner", o, "err", err)
+			s.core.log.Warn("prune outbound state", "owner", o, "err", err)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
-	"github.com/supplyplan/supplyplan/analytics/forecast"
 )
 
 // TransferConfig configures recommendations.
@@ -45,17 +44,49 @@ func (c TransferConfig) withDefaults() TransferConfig {
 	return c
 }
 
+// Transfers is the transfer service: recommendations (generated from each location's projected
+// stock and forecast, then approved, rejected, executed or expired) and inventory transfers, kept
+// by the tenant's actor. Approving a recommendation happens here (ApproveRecommendation).
+type Transfers struct {
+	core       *Core
+	cfg        TransferConfig
+	forecaster supplyplan.Forecaster     // demand over the projection window (nil: none)
+	events     supplyplan.EventPublisher // recommendation.* and transfer.* events (nil: dropped)
+	stopSweep  func()
+}
+
+// NewTransfers returns the transfer service; Open starts its expiry sweep.
+func NewTransfers(core *Core, cfg TransferConfig, forecaster supplyplan.Forecaster, events supplyplan.EventPublisher) *Transfers {
+	return &Transfers{core: core, cfg: cfg.withDefaults(), forecaster: forecaster, events: events}
+}
+
+var _ supplyplan.TransferService = (*Transfers)(nil)
+
+// Open starts the sweep that records time-based expiries.
+func (s *Transfers) Open(context.Context) error {
+	s.stopSweep = s.core.every(s.cfg.SweepEvery, s.sweepRecommendations)
+	return nil
+}
+
+// Close stops the sweep.
+func (s *Transfers) Close(context.Context) error {
+	if s.stopSweep != nil {
+		s.stopSweep()
+	}
+	return nil
+}
+
 // GenerateRecommendations projects every product's stock per location, proposes transfers and
 // stores the new recommendations. The tenant actor is used twice (snapshot, then apply); the
 // forecasts and the engine run outside it, in parallel across products.
-func (s *System) GenerateRecommendations(ctx context.Context, p supplyplan.Principal, in supplyplan.GenerateInput) (supplyplan.GenerateResult, error) {
+func (s *Transfers) GenerateRecommendations(ctx context.Context, p supplyplan.Principal, in supplyplan.GenerateInput) (supplyplan.GenerateResult, error) {
 	if err := in.Validate(); err != nil {
 		return supplyplan.GenerateResult{}, err
 	}
-	cfg := s.cfg.Transfers
+	cfg := s.cfg
 	now := supplyplan.Now()
 	prodRef, locID := deref(in.ProductMasterID), deref(in.LocationID)
-	snap, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ProductStock, []supplyplan.Record, error) {
+	snap, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ProductStock, []supplyplan.Record, error) {
 		ps, err := st.StockSnapshot(prodRef, locID, cfg.WindowWeeks, now)
 		return ps, nil, err
 	})
@@ -82,7 +113,7 @@ func (s *System) GenerateRecommendations(ctx context.Context, p supplyplan.Princ
 		res supplyplan.GenerateResult
 		evs []supplyplan.DomainEvent
 	}
-	g, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (generated, []supplyplan.Record, error) {
+	g, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (generated, []supplyplan.Record, error) {
 		r, recs := st.ApplyProposals(props, evaluated, locID, cfg.Expiry, now)
 		var out outbox
 		for _, c := range r.Created {
@@ -142,9 +173,9 @@ func proposeParallel(snap []supplyplan.ProductStock, opt supplyplan.RecommendOpt
 // fillForecasts sets each location's weekly forecast (channel ALL, mean) over the window. With the
 // built-in engine the results are read straight from its batch run (and its cache), without building
 // a map of copies: at 10,000 products x 50 locations that map was most of the time and the garbage.
-func (s *System) fillForecasts(ctx context.Context, orgID string, snap []supplyplan.ProductStock, weeks int, now time.Time) error {
-	f := s.cfg.Forecaster
-	if f == nil || s.cfg.Demand == nil {
+func (s *Transfers) fillForecasts(ctx context.Context, orgID string, snap []supplyplan.ProductStock, weeks int, now time.Time) error {
+	f := s.forecaster
+	if f == nil {
 		return nil
 	}
 	var keys []supplyplan.DemandKey
@@ -153,10 +184,13 @@ func (s *System) fillForecasts(ctx context.Context, orgID string, snap []supplyp
 			keys = append(keys, supplyplan.DemandKey{SKU: ps.ProductID, Location: l.LocationID, Channel: supplyplan.ChannelAll})
 		}
 	}
-	if sys, ok := f.(*System); ok && sys == s {
-		res, err := s.fc.run(ctx, orgID, keys, forecast.Options{Horizon: weeks, Point: forecast.PointMean}, now)
+	if engine, ok := f.(*Forecasts); ok {
+		res, err := engine.meanForecasts(ctx, orgID, keys, weeks, now)
 		if err != nil {
 			return fmt.Errorf("forecast for recommendations: %w", err)
+		}
+		if res == nil { // no demand store: no forecast
+			return nil
 		}
 		i := 0
 		for p := range snap {
@@ -196,24 +230,24 @@ func deref(p *string) string {
 }
 
 // ListRecommendations lists recommendations.
-func (s *System) ListRecommendations(ctx context.Context, p supplyplan.Principal, f supplyplan.RecommendationFilter) (supplyplan.Page[supplyplan.Recommendation], error) {
+func (s *Transfers) ListRecommendations(ctx context.Context, p supplyplan.Principal, f supplyplan.RecommendationFilter) (supplyplan.Page[supplyplan.Recommendation], error) {
 	now := supplyplan.Now()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Recommendation], []supplyplan.Record, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Recommendation], []supplyplan.Record, error) {
 		return st.ListRecommendations(f, now), nil, nil
 	})
 }
 
 // GetRecommendation returns one recommendation.
-func (s *System) GetRecommendation(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Recommendation, error) {
+func (s *Transfers) GetRecommendation(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Recommendation, error) {
 	now := supplyplan.Now()
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Recommendation, []supplyplan.Record, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Recommendation, []supplyplan.Record, error) {
 		r, err := st.GetRecommendation(id, now)
 		return r, nil, err
 	})
 }
 
 // ApproveRecommendation approves a PENDING recommendation.
-func (s *System) ApproveRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, error) {
+func (s *Transfers) ApproveRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, error) {
 	now := supplyplan.Now()
 	return s.changeRecommendation(ctx, p, id, "recommendation.approved", func(r supplyplan.Recommendation) (supplyplan.Recommendation, error) {
 		return r.Approve(p.Actor(), comment, now)
@@ -221,12 +255,12 @@ func (s *System) ApproveRecommendation(ctx context.Context, p supplyplan.Princip
 }
 
 // changeRecommendation applies approve or reject and its event in one transaction.
-func (s *System) changeRecommendation(ctx context.Context, p supplyplan.Principal, id, typ string, fn func(supplyplan.Recommendation) (supplyplan.Recommendation, error)) (supplyplan.Recommendation, error) {
+func (s *Transfers) changeRecommendation(ctx context.Context, p supplyplan.Principal, id, typ string, fn func(supplyplan.Recommendation) (supplyplan.Recommendation, error)) (supplyplan.Recommendation, error) {
 	type changed struct {
 		rec supplyplan.Recommendation
 		evs []supplyplan.DomainEvent
 	}
-	c, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (changed, []supplyplan.Record, error) {
+	c, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (changed, []supplyplan.Record, error) {
 		r, recs, err := st.ChangeRecommendation(id, fn)
 		if err != nil {
 			return changed{}, nil, err
@@ -242,7 +276,7 @@ func (s *System) changeRecommendation(ctx context.Context, p supplyplan.Principa
 }
 
 // RejectRecommendation rejects a PENDING or APPROVED recommendation.
-func (s *System) RejectRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, error) {
+func (s *Transfers) RejectRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, error) {
 	now := supplyplan.Now()
 	return s.changeRecommendation(ctx, p, id, "recommendation.rejected", func(r supplyplan.Recommendation) (supplyplan.Recommendation, error) {
 		return r.Reject(p.Actor(), comment, now)
@@ -257,9 +291,9 @@ type executed struct {
 
 // ExecuteRecommendation executes an APPROVED recommendation: its transfer is created and the
 // quantity reserved at the source.
-func (s *System) ExecuteRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, supplyplan.Transfer, error) {
+func (s *Transfers) ExecuteRecommendation(ctx context.Context, p supplyplan.Principal, id, comment string) (supplyplan.Recommendation, supplyplan.Transfer, error) {
 	now := supplyplan.Now()
-	x, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (executed, []supplyplan.Record, error) {
+	x, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (executed, []supplyplan.Record, error) {
 		r, t, recs, err := st.ExecuteRecommendation(id, p.Actor(), comment, now)
 		if err != nil {
 			return executed{}, nil, err
@@ -276,14 +310,14 @@ func (s *System) ExecuteRecommendation(ctx context.Context, p supplyplan.Princip
 }
 
 // ListTransfers lists inventory transfers.
-func (s *System) ListTransfers(ctx context.Context, p supplyplan.Principal, f supplyplan.TransferFilter) (supplyplan.Page[supplyplan.Transfer], error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Transfer], []supplyplan.Record, error) {
+func (s *Transfers) ListTransfers(ctx context.Context, p supplyplan.Principal, f supplyplan.TransferFilter) (supplyplan.Page[supplyplan.Transfer], error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Transfer], []supplyplan.Record, error) {
 		return st.ListTransfers(f), nil, nil
 	})
 }
 
 // CreateTransfer creates a manual transfer (DRAFT, quantity reserved at the source).
-func (s *System) CreateTransfer(ctx context.Context, p supplyplan.Principal, in supplyplan.TransferInput) (supplyplan.Transfer, error) {
+func (s *Transfers) CreateTransfer(ctx context.Context, p supplyplan.Principal, in supplyplan.TransferInput) (supplyplan.Transfer, error) {
 	now := supplyplan.Now()
 	return s.transferTx(ctx, p, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, string, error) {
 		t, recs, err := st.CreateTransfer(in, p.Actor(), now)
@@ -292,12 +326,12 @@ func (s *System) CreateTransfer(ctx context.Context, p supplyplan.Principal, in 
 }
 
 // transferTx runs a transfer change and its event (named by fn, "" for none) in one transaction.
-func (s *System) transferTx(ctx context.Context, p supplyplan.Principal, fn func(*supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, string, error)) (supplyplan.Transfer, error) {
+func (s *Transfers) transferTx(ctx context.Context, p supplyplan.Principal, fn func(*supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, string, error)) (supplyplan.Transfer, error) {
 	type done struct {
 		t   supplyplan.Transfer
 		evs []supplyplan.DomainEvent
 	}
-	d, err := tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (done, []supplyplan.Record, error) {
+	d, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (done, []supplyplan.Record, error) {
 		t, recs, typ, err := fn(st)
 		if err != nil {
 			return done{}, nil, err
@@ -315,15 +349,15 @@ func (s *System) transferTx(ctx context.Context, p supplyplan.Principal, fn func
 }
 
 // GetTransfer returns one transfer.
-func (s *System) GetTransfer(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Transfer, error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, error) {
+func (s *Transfers) GetTransfer(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Transfer, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, error) {
 		t, err := st.GetTransfer(id)
 		return t, nil, err
 	})
 }
 
 // UpdateTransfer moves a transfer along its states.
-func (s *System) UpdateTransfer(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.TransferUpdate) (supplyplan.Transfer, error) {
+func (s *Transfers) UpdateTransfer(ctx context.Context, p supplyplan.Principal, id string, in supplyplan.TransferUpdate) (supplyplan.Transfer, error) {
 	now := supplyplan.Now()
 	return s.transferTx(ctx, p, func(st *supplyplan.TenantState) (supplyplan.Transfer, []supplyplan.Record, string, error) {
 		var before supplyplan.TransferStatus
@@ -352,19 +386,18 @@ func transferEventName(st supplyplan.TransferStatus) string {
 }
 
 // Bins lists a location's bins.
-func (s *System) Bins(ctx context.Context, p supplyplan.Principal, locationID, sku string) ([]supplyplan.Bin, error) {
-	return tenantTx(ctx, s, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Bin, []supplyplan.Record, error) {
+func (s *Transfers) Bins(ctx context.Context, p supplyplan.Principal, locationID, sku string) ([]supplyplan.Bin, error) {
+	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Bin, []supplyplan.Record, error) {
 		b, err := st.Bins(locationID, sku)
 		return b, nil, err
 	})
 }
 
 // sweepRecommendations records time-based expiries for every tenant.
-func (s *System) sweepRecommendations(ctx context.Context) {
+func (s *Transfers) sweepRecommendations(ctx context.Context) {
 	now := supplyplan.Now()
-	s.tenants.Range(func(k, _ any) bool {
-		org := k.(string)
-		evs, err := tenantTx(ctx, s, org, func(st *supplyplan.TenantState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
+	s.core.eachTenant(func(org string) {
+		evs, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
 			recs := st.ExpireDue(now)
 			var out outbox
 			for _, r := range recs {
@@ -373,11 +406,10 @@ func (s *System) sweepRecommendations(ctx context.Context) {
 			return out.events, append(recs, out.records()...), nil
 		})
 		if err != nil {
-			s.log.Warn("recommendation sweep failed", "org", org, "err", err)
-			return true
+			s.core.log.Warn("recommendation sweep failed", "org", org, "err", err)
+			return
 		}
 		s.publishAll(evs)
-		return true
 	})
 }
 
@@ -406,13 +438,11 @@ func (o *outbox) records() []supplyplan.Record {
 }
 
 // publishAll puts durable events on the bus.
-func (s *System) publishAll(evs []supplyplan.DomainEvent) {
-	if s.cfg.Events == nil {
+func (s *Transfers) publishAll(evs []supplyplan.DomainEvent) {
+	if s.events == nil {
 		return
 	}
 	for _, e := range evs {
-		s.cfg.Events.Publish(e)
+		s.events.Publish(e)
 	}
 }
-
-var _ supplyplan.TransferService = (*System)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/supplyplan/supplyplan/analytics"
 	"github.com/supplyplan/supplyplan/analytics/storetest"
 	"github.com/supplyplan/supplyplan/internal/testdeps"
+	"github.com/supplyplan/supplyplan/internal/wait"
 )
 
 // The ClickHouse tests need a real server: `bash scripts/clickhouse.sh start` (make test does it)
@@ -204,10 +206,12 @@ func TestClickHouseQuarantinesWeeksOutOfBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := MustOpenClickHouse(t, cfg)
-	deadline := time.Now().Add(30 * time.Second)
-	for !s2.QuarantineChecked() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Eventually(t, 30*time.Second, func() error {
+		if !s2.QuarantineChecked() {
+			return errors.New("the stored values were not checked yet")
+		}
+		return nil
+	})
 	if got := s2.Quarantined(); got != 2 {
 		t.Fatalf("Quarantined() = %d, want 2 (the 1e308 week, the +Inf week)", got)
 	}

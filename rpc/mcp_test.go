@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/tooltest"
+	"github.com/supplyplan/supplyplan/internal/wait"
 	"github.com/supplyplan/supplyplan/rpc"
 )
 
@@ -446,11 +448,10 @@ func TestConcurrentCallsLeaveNoGoroutines(t *testing.T) {
 	}
 	wg.Wait()
 	http.DefaultClient.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before+2 {
-		t.Fatalf("goroutines: before %d, after %d", before, n)
-	}
+	wait.Eventually(t, 5*time.Second, func() error {
+		if n := runtime.NumGoroutine(); n > before+2 {
+			return fmt.Errorf("goroutines: before %d, after %d", before, n)
+		}
+		return nil
+	})
 }

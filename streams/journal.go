@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 // ErrClosed is returned for appends after Close.
@@ -118,15 +120,16 @@ func (j *Journal) Append(stream string, seq uint64, payload []byte, done func(er
 	j.send(jreq{kind: reqAppend, stream: stream, seq: seq, payload: payload, done: done})
 }
 
-// Barrier calls done after every entry appended before it (to any stream) is durable.
-func (j *Journal) Barrier(done func(error)) {
+// Barrier calls done after every entry appended before it is durable: those of stream, and of
+// every other stream too (one group commit covers them all).
+func (j *Journal) Barrier(_ string, done func(error)) {
 	j.send(jreq{kind: reqBarrier, done: done})
 }
 
 // Sync blocks until every entry appended before the call is durable.
 func (j *Journal) Sync() error {
 	ch := make(chan error, 1)
-	j.Barrier(func(err error) { ch <- err })
+	j.Barrier("", func(err error) { ch <- err })
 	return <-ch
 }
 
@@ -408,12 +411,10 @@ func (j *Journal) Streams() ([]string, error) {
 }
 
 // LoadResult summarizes a load.
-type LoadResult struct {
-	SnapshotSeq uint64
-	LastSeq     uint64
-	Entries     int
-	Truncated   int64 // bytes of a torn tail that were cut
-}
+type LoadResult = supplyplan.JournalLoad
+
+// Journal is the local implementation of the journal the actors depend on.
+var _ supplyplan.Journal = (*Journal)(nil)
 
 // Load reads a stream: onSnapshot with the latest snapshot (if any), then onEntry for every entry
 // after it, in order. It must run before the first Append to the stream.

@@ -321,9 +321,7 @@ func BenchmarkSignalLive(b *testing.B) {
 		if err := c.Open(); err != nil {
 			b.Fatal(err)
 		}
-		for c.Stats().Generations == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually(b, 30*time.Second, func() bool { return c.Stats().Generations > 0 }, func() string { return "the consumer joined no group" })
 		time.Sleep(300 * time.Millisecond) // the partition readers are connected
 		start := time.Now()
 		mustProduceParallel(b, brokers, topic, signals, 4)

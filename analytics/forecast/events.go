@@ -69,23 +69,9 @@ func FromExternalEvent(e supplyplan.ExternalEvent) EventOccurrence {
 	return o
 }
 
-// weight is the share of the event in week [ws, ws+7d): overlapping days / 7 times intensity.
+// weight is the share of the event in week [ws, ws+7d): the rule of supplyplan.EventWeight.
 func (e *EventOccurrence) weight(ws time.Time) float64 {
-	a, b := e.Start, e.End
-	if ws.After(a) {
-		a = ws
-	}
-	if we := ws.Add(week); we.Before(b) {
-		b = we
-	}
-	if !b.After(a) {
-		return 0
-	}
-	f := float64(b.Sub(a)) / float64(week)
-	if e.Intensity != nil {
-		f *= min(max(*e.Intensity, 0), 1)
-	}
-	return f
+	return supplyplan.EventWeight(e.Start, e.End, e.Intensity, ws)
 }
 
 // weeks returns the indexes [first, last] of the weeks (from start) the event overlaps, clipped

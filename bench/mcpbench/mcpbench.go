@@ -81,19 +81,20 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 		return nil, err
 	}
 	defer j.Close()
-	sys := actors.NewSystem(actors.Config{Journal: j})
-	if err := sys.Open(ctx); err != nil {
+	core := actors.NewCore(actors.Config{Journal: j})
+	if err := core.Open(ctx); err != nil {
 		return nil, err
 	}
-	defer sys.Close(context.Background())
+	defer core.Close(context.Background())
+	platform, sys := actors.NewPlatform(core, nil), actors.NewMCP(core, actors.NewWebhooks(core, actors.OutboundConfig{}))
 	var creds supplyplan.Credentials
-	if _, err := sys.Bootstrap(ctx, func(c supplyplan.Credentials) error { creds = c; return nil }); err != nil {
+	if _, err := platform.Bootstrap(ctx, func(c supplyplan.Credentials) error { creds = c; return nil }); err != nil {
 		return nil, err
 	}
 	for i := range opt.Merchants - 1 {
 		name, slug, yes := fmt.Sprintf("Merchant %03d", i), fmt.Sprintf("m%03d", i), true
 		caps := []string{supplyplan.CapCatalog, supplyplan.CapInventory}
-		o, err := sys.CreateOrganization(ctx, supplyplan.OrganizationInput{Name: &name, Slug: &slug, Capabilities: &caps})
+		o, err := platform.CreateOrganization(ctx, supplyplan.OrganizationInput{Name: &name, Slug: &slug, Capabilities: &caps})
 		if err != nil {
 			return nil, err
 		}

@@ -422,8 +422,8 @@ func TestValuesStoredOutOfBoundsAreQuarantined(t *testing.T) {
 	appendDemandSignals(t, dir, org, lastWeek, 1.7e308, 1.7e308)
 
 	s, logs := startLogged(t, dir)
-	if got := s.Main.System.Quarantined(); got != 5 {
-		t.Errorf("System.Quarantined() = %d, want 5 (two lines, on-hand, reorder point, bin)", got)
+	if got := s.Main.System.Core.Quarantined(); got != 5 {
+		t.Errorf("Core.Quarantined() = %d, want 5 (two lines, on-hand, reorder point, bin)", got)
 	}
 	if q, ok := s.Main.Demand.(interface{ Quarantined() int64 }); !ok || q.Quarantined() != 1 {
 		t.Errorf("demand store quarantined %v weeks, want 1", s.Main.Demand)

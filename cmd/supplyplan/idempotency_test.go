@@ -206,10 +206,11 @@ func (f slowForecasting) CreateScenario(ctx context.Context, p supplyplan.Princi
 func TestIdempotencyKeyOutlivesTheRequestTimeout(t *testing.T) {
 	s := MustStart(t, "")
 	sys := s.Main.System
-	slow := slowForecasting{ForecastingService: sys, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+	slow := slowForecasting{ForecastingService: sys.Forecasting, gate: make(chan struct{}), entered: make(chan struct{}, 4)}
 	api := sphttp.NewServer(sphttp.Config{Addr: "127.0.0.1:0", RequestTimeout: 300 * time.Millisecond},
-		sphttp.Services{Auth: sys, Platform: sys, Forecasting: slow, Catalog: sys, Imports: sys, Demand: sys,
-			Transfers: sys, Forecast: sys, Alerts: sys, Webhooks: sys, Billing: sys, Idempotency: sys})
+		sphttp.Services{Auth: sys.Platform, Platform: sys.Platform, Forecasting: slow, Catalog: sys.Catalog, Imports: sys.Imports,
+			Demand: sys.Catalog, Transfers: sys.Transfers, Forecast: sys.Forecasts, Alerts: sys.Alerts, Webhooks: sys.Webhooks,
+			Billing: sys.Billing, Idempotency: sys.Idempotency})
 	if err := api.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -255,17 +256,17 @@ func TestIdempotencyKeyAfterACrashBetweenWriteAndResponse(t *testing.T) {
 	body := []byte(`{"name":"crash"}`)
 	fp := sphttp.IdempotencyFingerprint("POST", "/api/forecast/scenarios", body)
 	org := s.Creds.Organization.ID
-	claim, stored, err := sys.BeginIdempotent(context.Background(), org, "crash-1", fp)
+	claim, stored, err := sys.Idempotency.BeginIdempotent(context.Background(), org, "crash-1", fp)
 	if err != nil || stored != nil {
 		t.Fatalf("begin: %v %v", stored, err)
 	}
-	p, ok := sys.Authenticate(k)
+	p, ok := sys.Platform.Authenticate(k)
 	if !ok {
 		t.Fatal("no principal")
 	}
 	// The write runs under the claim (its marker is journaled with it); FinishIdempotent never
 	// runs, as if the process were killed before storing the response.
-	if _, err := sys.CreateScenario(supplyplan.WithIdempotency(context.Background(), claim), p, supplyplan.ScenarioInput{Name: ptr("crash")}); err != nil {
+	if _, err := sys.Forecasting.CreateScenario(supplyplan.WithIdempotency(context.Background(), claim), p, supplyplan.ScenarioInput{Name: ptr("crash")}); err != nil {
 		t.Fatal(err)
 	}
 	s2 := s.Restart()
@@ -281,7 +282,7 @@ func TestIdempotencyKeyAfterACrashBetweenWriteAndResponse(t *testing.T) {
 	}
 	// Even a retry that gets past the lookup is refused by the stream that holds the marker.
 	again := supplyplan.NewIdempotencyClaim(org, "crash-1", fp)
-	if _, err := s2.Main.System.CreateScenario(supplyplan.WithIdempotency(context.Background(), again), p, supplyplan.ScenarioInput{Name: ptr("crash")}); supplyplan.ErrorCode(err) != supplyplan.EIDEMLOST {
+	if _, err := s2.Main.System.Forecasting.CreateScenario(supplyplan.WithIdempotency(context.Background(), again), p, supplyplan.ScenarioInput{Name: ptr("crash")}); supplyplan.ErrorCode(err) != supplyplan.EIDEMLOST {
 		t.Fatalf("write under a known key: %v", err)
 	}
 	if n := countScenarios(t, s2, "crash"); n != 1 {

@@ -126,7 +126,7 @@ func TestImportSuppliersPurchaseOrdersOrders(t *testing.T) {
 	// A resend of PO-1 updates it (inbound becomes 80), never duplicates it (would be 130).
 	po["lines"] = []any{map[string]any{"skuId": "P1", "quantity": 80, "unitCost": 2}}
 	checkCounts(t, s.Import("purchase-orders", map[string]any{"purchaseOrders": []any{po}}), 1, 0)
-	avail, err := s.Main.System.Availability(t.Context(), principalOf(s), "P1", nil)
+	avail, err := s.Main.System.Catalog.Availability(t.Context(), principalOf(s), "P1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestImportSuppliersPurchaseOrdersOrders(t *testing.T) {
 	checkCounts(t, ord, 1, 2)
 	s.Import("orders", map[string]any{"orders": []any{map[string]any{"externalOrderId": "O-1", "status": "SHIPPED",
 		"lines": []any{map[string]any{"skuId": "P2", "quantity": 3, "locationId": "store"}}}}})
-	o, err := s.Main.System.GetOrder(t.Context(), principalOf(s), "O-1")
+	o, err := s.Main.System.Catalog.GetOrder(t.Context(), principalOf(s), "O-1")
 	if err != nil || o.Status != "SHIPPED" || len(o.Lines) != 1 {
 		t.Fatalf("order O-1 = %+v %v", o, err)
 	}
@@ -233,7 +233,7 @@ func TestImportWholeRequestFailuresCreateNoJob(t *testing.T) {
 	if n := num(s.Do("GET", "/api/products", s.Key("VIEWER"), nil).Must(t, 200), "total"); n != 0 {
 		t.Fatalf("a failed request wrote %v products", n)
 	}
-	jobs, err := s.Main.System.ListImportJobs(t.Context(), principalOf(s))
+	jobs, err := s.Main.System.Imports.ListImportJobs(t.Context(), principalOf(s))
 	if err != nil || len(jobs) != 0 {
 		t.Fatalf("jobs after failed requests: %v %v", jobs, err)
 	}

@@ -382,7 +382,7 @@ func TestToolServicePagesAndConfirmation(t *testing.T) {
 		!strings.Contains(res["content"].([]any)[0].(map[string]any)["text"].(string), "already used") {
 		t.Fatalf("reuse accepted: %v", res)
 	}
-	audits, err := e.m.System.ListToolAudits(context.Background(), e.creds.Organization.ID)
+	audits, err := e.m.System.MCP.ListToolAudits(context.Background(), e.creds.Organization.ID)
 	if err != nil || len(audits) != 1 || audits[0].Status != supplyplan.AuditSucceeded || audits[0].Tool != "approve_transfer_recommendation" {
 		t.Fatalf("audits = %+v %v", audits, err)
 	}
@@ -484,20 +484,21 @@ func TestOldDataDirGetsDemoMerchant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := actors.NewSystem(actors.Config{Journal: j})
-	if err := sys.Open(ctx); err != nil {
+	core := actors.NewCore(actors.Config{Journal: j})
+	if err := core.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
+	platform := actors.NewPlatform(core, nil)
 	name, slug, admin := "Demo", supplyplan.DemoSlug, "ADMIN"
-	org, err := sys.CreateOrganization(ctx, supplyplan.OrganizationInput{Name: &name, Slug: &slug})
+	org, err := platform.CreateOrganization(ctx, supplyplan.OrganizationInput{Name: &name, Slug: &slug})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, adminSecret, err := sys.CreateAPIKey(ctx, org.ID, supplyplan.APIKeyInput{Role: &admin})
+	_, adminSecret, err := platform.CreateAPIKey(ctx, org.ID, supplyplan.APIKeyInput{Role: &admin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = sys.Close(ctx)
+	_ = core.Close(ctx)
 	_ = j.Close()
 	old := supplyplan.Credentials{Keys: map[string]string{"ADMIN": adminSecret}}
 	old.Organization.ID, old.Organization.Slug = org.ID, slug
@@ -513,10 +514,10 @@ func TestOldDataDirGetsDemoMerchant(t *testing.T) {
 		len(r.json(t)["tools"].([]any)) != len(allTools) {
 		t.Fatalf("tools = %d %s", r.status, r.body)
 	}
-	if p, ok := e.m.System.MerchantProfile(org.ID); !ok || !p.Listed {
+	if p, ok := e.m.System.MCP.MerchantProfile(org.ID); !ok || !p.Listed {
 		t.Fatal("no listed demo merchant")
 	}
-	if _, ok := e.m.System.Authenticate(adminSecret); !ok {
+	if _, ok := e.m.System.Platform.Authenticate(adminSecret); !ok {
 		t.Fatal("the old ADMIN key stopped working")
 	}
 }
@@ -531,7 +532,7 @@ func TestDistributedGatewayKeysInRedis(t *testing.T) {
 		t.Fatalf("demo gateway key = %d %s", r.status, r.body)
 	}
 	// The key lives in Redis, not in the journal.
-	if keys, _ := e.m.System.ListGatewayKeys(context.Background()); len(keys) != 0 {
+	if keys, _ := e.m.System.MCP.ListGatewayKeys(context.Background()); len(keys) != 0 {
 		t.Fatalf("journal gateway keys = %v", keys)
 	}
 	keys, err := e.m.Redis.ListGatewayKeys(context.Background())
@@ -807,7 +808,7 @@ func TestTransferToolsOnRealRecommendations(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(got), "APPROVED") || !strings.Contains(fmt.Sprint(got), "apikey:") {
 		t.Fatalf("recommendation after approval = %v", got)
 	}
-	audits, err := s.Main.System.ListToolAudits(context.Background(), s.Creds.Organization.ID)
+	audits, err := s.Main.System.MCP.ListToolAudits(context.Background(), s.Creds.Organization.ID)
 	if err != nil || len(audits) != 1 || audits[0].Status != supplyplan.AuditSucceeded {
 		t.Fatalf("audits = %+v %v", audits, err)
 	}

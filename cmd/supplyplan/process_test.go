@@ -152,9 +152,12 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 			}
 		}()
 	}
-	for count.Load() < 600 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, time.Minute, func() error {
+		if n := count.Load(); n < 600 {
+			return fmt.Errorf("%d writes acknowledged, want 600 before the kill", n)
+		}
+		return nil
+	})
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ type Main struct {
 	Bus      *streams.Bus
 	Signals  *streams.LocalSignalStream
 	Kafka    *streams.SignalConsumer
-	System   *actors.System
+	System   *System
 	API      *sphttp.Server
 	Sender   *outbound.Sender
 	Redis    *redisstore.Store
@@ -44,8 +44,8 @@ type Main struct {
 	Registry *rpc.RegistryServer
 
 	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog, the forecaster
-	// and the transfer recommendations from the actor system when it implements them. Tests may set
-	// Catalog, or Planning (both planning contracts).
+	// and the transfer recommendations from System.Catalog, System.Forecasts and System.Transfers
+	// unless set. Tests may set Catalog, or Planning (both planning contracts).
 	Catalog    supplyplan.CatalogService
 	Forecaster supplyplan.Forecaster
 	Planning   supplyplan.PlanningToolService
@@ -101,41 +101,37 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.Bus = streams.NewBus()
 
-	ob, err := m.outboundConfig()
+	ob, al, plans, err := m.outboundConfig()
 	if err != nil {
 		return err
 	}
-	m.System = actors.NewSystem(actors.Config{Journal: j, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery,
-		Demand: m.Demand, Events: m.Bus, Outbound: ob, ForecastCacheBytes: int64(cfg.ForecastCacheMB) << 20,
-		Imports: actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk,
-			DemandChunkSize: cfg.ImportDemandChunk, Workers: cfg.ImportWorkers},
-		Transfers: actors.TransferConfig{Expiry: cfg.RecommendationExpiry, WindowWeeks: cfg.TransferWindowWeeks,
-			LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc},
-		Now: cfg.Clock})
-	m.unsubscribe = m.Bus.Subscribe(m.System.HandleEvent)
+	m.System = m.newSystem(j, ob, al, plans)
+	unsubWebhooks := m.Bus.Subscribe(m.System.Webhooks.HandleEvent)
+	unsubAlerts := m.Bus.Subscribe(m.System.Alerts.HandleEvent)
+	m.unsubscribe = func() { unsubWebhooks(); unsubAlerts() }
 	if err := m.System.Open(ctx); err != nil {
 		return err
 	}
-	m.Signals = streams.NewLocalSignalStream(streams.LocalSignalConfig{Logger: m.Log}, m.System)
+	m.Signals = streams.NewLocalSignalStream(streams.LocalSignalConfig{Logger: m.Log}, m.System.Signals)
 	if err := m.Signals.Open(); err != nil {
 		return fmt.Errorf("open signal stream: %w", err)
 	}
 	if cfg.KafkaBrokers != "" {
 		m.Kafka = streams.NewSignalConsumer(streams.SignalConsumerConfig{Brokers: strings.Split(cfg.KafkaBrokers, ","),
-			Topic: cfg.KafkaTopic, GroupID: cfg.KafkaGroup, Logger: m.Log}, m.System)
+			Topic: cfg.KafkaTopic, GroupID: cfg.KafkaGroup, Logger: m.Log}, m.System.Signals)
 		if err := m.Kafka.Open(); err != nil {
 			return fmt.Errorf("open kafka signal consumer: %w", err)
 		}
 	}
 	credsPath := filepath.Join(cfg.DataDir, "credentials.json")
-	created, err := m.System.Bootstrap(ctx, func(c supplyplan.Credentials) error { return writeCredentials(credsPath, c) })
+	created, err := m.System.Platform.Bootstrap(ctx, func(c supplyplan.Credentials) error { return writeCredentials(credsPath, c) })
 	if err != nil {
 		return fmt.Errorf("bootstrap demo organization: %w", err)
 	}
 	if created {
 		m.Log.Info("created demo organization", "credentials", credsPath)
 	}
-	if err := m.System.EnsureDemoMCP(ctx, func(keys map[string]string) error { return mergeCredentials(credsPath, keys) }); err != nil {
+	if err := m.System.MCP.EnsureDemoMCP(ctx, func(keys map[string]string) error { return mergeCredentials(credsPath, keys) }); err != nil {
 		return fmt.Errorf("ensure demo merchant: %w", err)
 	}
 	m.Log.Info("state loaded", "took", time.Since(start))
@@ -147,10 +143,10 @@ func (m *Main) Open(ctx context.Context) error {
 		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
 			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret, BodyBudget: m.bodies},
-			sphttp.Services{Auth: m.System, Platform: m.System, Forecasting: m.System, Catalog: m.System,
-				Imports: m.System, Demand: m.System, Transfers: m.System, Forecast: m.System, Signals: m.Signals,
-				Alerts: m.System, Webhooks: m.System, Billing: m.System,
-				MCP: m.System, Gateway: m.mcp.gateway, Idempotency: m.System})
+			sphttp.Services{Auth: m.System.Platform, Platform: m.System.Platform, Forecasting: m.System.Forecasting,
+				Catalog: m.System.Catalog, Imports: m.System.Imports, Demand: m.System.Catalog, Transfers: m.System.Transfers,
+				Forecast: m.System.Forecasts, Signals: m.Signals, Alerts: m.System.Alerts, Webhooks: m.System.Webhooks,
+				Billing: m.System.Billing, MCP: m.System.MCP, Gateway: m.mcp.gateway, Idempotency: m.System.Idempotency})
 		if err := m.API.Open(); err != nil {
 			return err
 		}
@@ -202,7 +198,7 @@ func (m *Main) Close(ctx context.Context) error {
 		step("signal stream", func() error { return m.Signals.Close(ctx) })
 	}
 	if m.System != nil {
-		step("actors", func() error { return m.System.Close(ctx) })
+		m.System.Close(ctx, step)
 	}
 	if m.unsubscribe != nil {
 		m.unsubscribe()
@@ -271,23 +267,25 @@ type demandStore interface {
 	Open() error
 }
 
-// outboundConfig builds the sender and the alert, webhook and billing settings.
-func (m *Main) outboundConfig() (actors.OutboundConfig, error) {
+// outboundConfig builds the sender and the webhook, alert and billing settings.
+func (m *Main) outboundConfig() (ob actors.OutboundConfig, al actors.AlertsConfig, plans supplyplan.PlansConfig, err error) {
 	cfg := m.Config
 	m.Sender = outbound.New(outbound.Config{AllowPrivate: cfg.WebhookAllowPriv, Timeout: cfg.WebhookTimeout,
 		SMTPAddr: cfg.SMTPAddr, SMTPFrom: cfg.SMTPFrom, SMTPUsername: cfg.SMTPUsername, SMTPPassword: cfg.SMTPPassword,
 		SMTPStartTLS: cfg.SMTPStartTLS, SMTPInsecure: cfg.SMTPInsecure})
-	ob := actors.OutboundConfig{Sender: m.Sender, Workers: cfg.DeliveryWorkers, AttemptTimeout: cfg.WebhookTimeout,
-		EvalInterval: cfg.AlertEvalInterval, SignalDebounce: cfg.AlertSignalDebounce, OpsAlertURL: cfg.OpsAlertURL, FederationSecret: cfg.FederationSecret,
-		Thresholds: supplyplan.DefaultAlertThresholds(), Plans: supplyplan.DefaultPlans()}
+	ob = actors.OutboundConfig{Sender: m.Sender, Workers: cfg.DeliveryWorkers, AttemptTimeout: cfg.WebhookTimeout,
+		OpsAlertURL: cfg.OpsAlertURL, FederationSecret: cfg.FederationSecret}
+	al = actors.AlertsConfig{EvalInterval: cfg.AlertEvalInterval, SignalDebounce: cfg.AlertSignalDebounce,
+		Thresholds: supplyplan.DefaultAlertThresholds()}
+	plans = supplyplan.DefaultPlans()
 	switch cfg.SMTPStartTLS {
 	case "auto", "always", "never":
 	default:
-		return ob, fmt.Errorf("--smtp-starttls must be auto, always or never")
+		return ob, al, plans, fmt.Errorf("--smtp-starttls must be auto, always or never")
 	}
 	if cfg.FederationSecret != "" {
 		if _, err := supplyplan.DecodeWebhookSecret(cfg.FederationSecret); err != nil {
-			return ob, fmt.Errorf("--federation-webhook-secret: %w", err)
+			return ob, al, plans, fmt.Errorf("--federation-webhook-secret: %w", err)
 		}
 	}
 	ob.WebhookRetry, ob.AlertRetry = supplyplan.DefaultWebhookRetry, supplyplan.DefaultAlertRetry
@@ -296,19 +294,19 @@ func (m *Main) outboundConfig() (actors.OutboundConfig, error) {
 	if cfg.AlertThresholds != "" {
 		b, err := os.ReadFile(cfg.AlertThresholds)
 		if err != nil {
-			return ob, fmt.Errorf("--alert-thresholds: %w", err)
+			return ob, al, plans, fmt.Errorf("--alert-thresholds: %w", err)
 		}
-		if ob.Thresholds, err = supplyplan.ParseAlertThresholds(b); err != nil {
-			return ob, fmt.Errorf("--alert-thresholds %s: %w", cfg.AlertThresholds, err)
+		if al.Thresholds, err = supplyplan.ParseAlertThresholds(b); err != nil {
+			return ob, al, plans, fmt.Errorf("--alert-thresholds %s: %w", cfg.AlertThresholds, err)
 		}
 	}
 	if cfg.PlansFile != "" {
 		b, err := os.ReadFile(cfg.PlansFile)
 		if err != nil {
-			return ob, fmt.Errorf("--plans-file: %w", err)
+			return ob, al, plans, fmt.Errorf("--plans-file: %w", err)
 		}
-		if ob.Plans, err = supplyplan.ParsePlans(b); err != nil {
-			return ob, fmt.Errorf("--plans-file %s: %w", cfg.PlansFile, err)
+		if plans, err = supplyplan.ParsePlans(b); err != nil {
+			return ob, al, plans, fmt.Errorf("--plans-file %s: %w", cfg.PlansFile, err)
 		}
 	}
 	if cfg.RedisAddr != "" {
@@ -316,12 +314,12 @@ func (m *Main) outboundConfig() (actors.OutboundConfig, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := g.Open(ctx); err != nil {
-			return ob, err
+			return ob, al, plans, err
 		}
-		m.gate, ob.Gate = g, g
+		m.gate, al.Gate = g, g
 	}
 	if cfg.PaymentSecret == "" {
 		m.Log.Info("payment-provider webhook disabled: PAYMENT_PROVIDER_WEBHOOK_SECRET is not set")
 	}
-	return ob, nil
+	return ob, al, plans, nil
 }

@@ -30,7 +30,7 @@ type mcpParts struct {
 // gateway key and prepares the tool backends.
 func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 	cfg := m.Config
-	m.mcp = mcpParts{gateway: m.System, health: map[string]func(context.Context) error{}}
+	m.mcp = mcpParts{gateway: m.System.MCP, health: map[string]func(context.Context) error{}}
 	if cfg.RedisAddr != "" {
 		m.Redis = redisstore.New(redisstore.Config{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix, Logger: m.Log})
 		if err := m.Redis.Open(ctx); err != nil {
@@ -46,26 +46,20 @@ func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 		m.Log.Warn("cannot create the demo gateway key", "err", err)
 	}
 	if m.Catalog == nil {
-		if c, ok := any(m.System).(supplyplan.CatalogService); ok {
-			m.Catalog = c
-		}
+		m.Catalog = m.System.Catalog
 	}
 	secret, err := toolsSecret(cfg)
 	if err != nil {
 		return err
 	}
-	m.mcp.deps = &supplyplan.ToolDeps{Catalog: m.Catalog, Audit: m.System, Confirm: &supplyplan.Confirmer{Secret: secret}}
+	m.mcp.deps = &supplyplan.ToolDeps{Catalog: m.Catalog, Audit: m.System.MCP, Confirm: &supplyplan.Confirmer{Secret: secret}}
 	switch {
 	case m.Planning != nil:
 		m.mcp.deps.Forecasts, m.mcp.deps.Transfers = m.Planning, m.Planning
 	default:
-		if t, ok := any(m.System).(supplyplan.TransferService); ok {
-			m.mcp.deps.Transfers = supplyplan.TransferTools{Service: t}
-		}
+		m.mcp.deps.Transfers = supplyplan.TransferTools{Service: m.System.Transfers}
 		if m.Forecaster == nil {
-			if f, ok := any(m.System).(supplyplan.Forecaster); ok {
-				m.Forecaster = f
-			}
+			m.Forecaster = m.System.Forecasts
 		}
 		if m.Forecaster != nil && m.Catalog != nil {
 			m.mcp.deps.Forecasts = supplyplan.ForecastTools{Forecaster: m.Forecaster, Catalog: m.Catalog}
@@ -90,7 +84,7 @@ func (m *Main) openSurfaces() error {
 			AllowedOrigins: m.mcp.origins, PageSize: cfg.MCPPageSize, MaxBody: cfg.BodyLimit, Logger: m.Log})
 		m.Tools = sphttp.NewToolServer(sphttp.ToolsConfig{Addr: cfg.ToolsAddr, BodyLimit: cfg.BodyLimit,
 			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies},
-			sphttp.ToolsServices{Keys: m.System, Merchants: m.System, Deps: m.mcp.deps, MCP: mcp, Health: m.mcp.health})
+			sphttp.ToolsServices{Keys: m.System.MCP, Merchants: m.System.MCP, Deps: m.mcp.deps, MCP: mcp, Health: m.mcp.health})
 		if err := m.Tools.Open(); err != nil {
 			return err
 		}
@@ -102,7 +96,7 @@ func (m *Main) openSurfaces() error {
 				Instructions: "Find merchants with search_merchants, inspect one with get_merchant, list its tools with " +
 					"list_merchant_tools, then connect to its mcpUrl on the tool service.",
 				AllowedOrigins: m.mcp.origins, PageSize: cfg.MCPPageSize, MaxBody: cfg.BodyLimit}},
-			m.mcp.gateway, rpc.Directory{Merchants: m.System, ToolDeps: m.mcp.deps, ToolsURL: m.toolsURL}, m.mcp.health)
+			m.mcp.gateway, rpc.Directory{Merchants: m.System.MCP, ToolDeps: m.mcp.deps, ToolsURL: m.toolsURL}, m.mcp.health)
 		if err := m.Registry.Open(); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sort"
@@ -30,10 +31,12 @@ const week = 7 * 24 * time.Hour
 // Nothing is kept per change: a write moves stamps in maps sized by the tenant's products,
 // locations and series.
 type forecaster struct {
-	sys   *System
-	mu    sync.Mutex
-	t     map[string]*tenantForecasts
-	cache *resultCache
+	core   *Core
+	demand supplyplan.DemandStore
+	log    *slog.Logger
+	mu     sync.Mutex
+	t      map[string]*tenantForecasts
+	cache  *resultCache
 }
 
 // tenantForecasts is one tenant's change clock, per-scope stamps and lift models.
@@ -117,11 +120,15 @@ func (r seriesResult) truncated(h int) seriesResult {
 // DefaultForecastCacheBytes is the default bound of the forecast cache.
 const DefaultForecastCacheBytes = 1 << 30
 
-func newForecaster(sys *System, cacheBytes int64) *forecaster {
+func newForecaster(core *Core, demand supplyplan.DemandStore, cacheBytes int64) *forecaster {
 	if cacheBytes <= 0 {
 		cacheBytes = DefaultForecastCacheBytes
 	}
-	return &forecaster{sys: sys, t: map[string]*tenantForecasts{}, cache: newResultCache(cacheBytes)}
+	log := slog.New(slog.DiscardHandler)
+	if core != nil {
+		log = core.log
+	}
+	return &forecaster{core: core, demand: demand, log: log, t: map[string]*tenantForecasts{}, cache: newResultCache(cacheBytes)}
 }
 
 func (f *forecaster) tenant(org string) *tenantForecasts {
@@ -306,16 +313,11 @@ func (c *resultCache) stats() (int, int64) {
 	return len(c.m), c.size
 }
 
-// globalEvents returns the platform's global events (they apply to every series).
-func (f *forecaster) globalEvents() []*supplyplan.ExternalEvent {
-	return f.sys.index.Load().globalL
-}
-
 // eventsOf returns, for each scope (a series, or a total when product and/or location is
 // empty, see TenantState.EventsFor), the events that apply to it, sorted by start then id. Only
 // the events asked for are copied out of the tenant's state.
 func (f *forecaster) eventsOf(ctx context.Context, org string, keys []supplyplan.DemandKey) ([][]*supplyplan.ExternalEvent, error) {
-	out, err := tenantTx(ctx, f.sys, org, func(st *supplyplan.TenantState) ([][]*supplyplan.ExternalEvent, []supplyplan.Record, error) {
+	out, err := tenantTx(ctx, f.core, org, func(st *supplyplan.TenantState) ([][]*supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		out := make([][]*supplyplan.ExternalEvent, len(keys))
 		for i, k := range keys {
 			if st.HasEventsFor(k.SKU, k.Location) {
@@ -327,7 +329,7 @@ func (f *forecaster) eventsOf(ctx context.Context, org string, keys []supplyplan
 	if err != nil {
 		return nil, err
 	}
-	globals := f.globalEvents()
+	globals := f.core.globalEvents()
 	for i := range out {
 		out[i] = append(out[i], globals...)
 		supplyplan.SortEvents(out[i])
@@ -363,7 +365,7 @@ func hasLearned(events []*supplyplan.ExternalEvent) bool {
 // seriesKeys lists the (sku, location) series of a tenant for channel ALL, or the stored keys of a
 // given channel, optionally of one product and/or location, sorted.
 func (f *forecaster) seriesKeys(ctx context.Context, org, product, location, channel string) ([]supplyplan.DemandKey, error) {
-	all, err := f.sys.cfg.Demand.Keys(ctx, org)
+	all, err := f.demand.Keys(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("list demand series: %w", err)
 	}
@@ -501,7 +503,7 @@ func (f *forecaster) learn(ctx context.Context, org string, asOfWeek time.Time) 
 	if len(withEvents) == 0 { // an empty model: learned events get their type's prior
 		return forecast.LearnLifts(nil, forecast.LiftOptions{}), nil
 	}
-	hist, err := f.sys.cfg.Demand.SeriesBatch(ctx, org, withEvents, time.Time{}, asOfWeek.Add(-time.Nanosecond))
+	hist, err := f.demand.SeriesBatch(ctx, org, withEvents, time.Time{}, asOfWeek.Add(-time.Nanosecond))
 	if err != nil {
 		return nil, fmt.Errorf("read history for lifts: %w", err)
 	}
@@ -512,7 +514,7 @@ func (f *forecaster) learn(ctx context.Context, org string, asOfWeek time.Time) 
 		}
 	}
 	model := forecast.LearnLifts(histories, forecast.LiftOptions{})
-	f.sys.log.Debug("learned event lifts", "org", org, "series", len(histories), "asOf", asOfWeek, "took", time.Since(start))
+	f.log.Debug("learned event lifts", "org", org, "series", len(histories), "asOf", asOfWeek, "took", time.Since(start))
 	return model, nil
 }
 
@@ -583,7 +585,7 @@ func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.
 			}
 		}
 	}
-	hist, err := f.sys.cfg.Demand.SeriesBatch(ctx, org, missKeys, time.Time{}, asOfWeek.Add(-time.Nanosecond))
+	hist, err := f.demand.SeriesBatch(ctx, org, missKeys, time.Time{}, asOfWeek.Add(-time.Nanosecond))
 	if err != nil {
 		return nil, fmt.Errorf("read demand history: %w", err)
 	}
@@ -651,54 +653,6 @@ func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.
 	f.cache.put(entries)
 	return out, nil
 }
-
-// ForecastSeries implements supplyplan.Forecaster (mean forecasts: what sums of demand need).
-func (s *System) ForecastSeries(ctx context.Context, orgID string, key supplyplan.DemandKey, horizon int, asOf time.Time) (supplyplan.SeriesForecast, error) {
-	m, err := s.ForecastBatch(ctx, orgID, []supplyplan.DemandKey{key}, horizon, asOf)
-	if err != nil {
-		return supplyplan.SeriesForecast{}, err
-	}
-	sf, ok := m[key]
-	if !ok {
-		return sf, supplyplan.Errorf(supplyplan.ENOTFOUND, "No demand history for %s at %s", key.SKU, key.Location)
-	}
-	return sf, nil
-}
-
-// ForecastBatch implements supplyplan.BatchForecaster; series without history are left out. The
-// figures are those of GET /api/forecast with the service's default point (the mean).
-func (s *System) ForecastBatch(ctx context.Context, orgID string, keys []supplyplan.DemandKey, horizon int, asOf time.Time) (map[supplyplan.DemandKey]supplyplan.SeriesForecast, error) {
-	if s.cfg.Demand == nil {
-		return map[supplyplan.DemandKey]supplyplan.SeriesForecast{}, nil
-	}
-	res, err := s.fc.run(ctx, orgID, keys, forecast.Options{Horizon: horizon, Point: forecast.PointMean}, asOf)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[supplyplan.DemandKey]supplyplan.SeriesForecast, len(keys))
-	for i, r := range res {
-		if r.NoHistory {
-			continue
-		}
-		sf := supplyplan.SeriesForecast{Key: keys[i], Model: r.Result.Model}
-		for j, p := range r.Result.Periods {
-			if j == 0 {
-				sf.Start = p.WeekStart
-			}
-			sf.Baseline = append(sf.Baseline, p.Baseline)
-			sf.Quantity = append(sf.Quantity, p.Quantity)
-			sf.Lower = append(sf.Lower, p.Lower)
-			sf.Upper = append(sf.Upper, p.Upper)
-		}
-		out[keys[i]] = sf
-	}
-	return out, nil
-}
-
-var (
-	_ supplyplan.Forecaster      = (*System)(nil)
-	_ supplyplan.BatchForecaster = (*System)(nil)
-)
 
 type backgroundKey struct{}
 

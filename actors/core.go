@@ -1,0 +1,302 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// Config configures the core.
+type Config struct {
+	// Journal keeps every journaled actor's entries and snapshots (streams.Journal locally).
+	Journal supplyplan.Journal
+	Logger  *slog.Logger
+	// SnapshotEvery takes a snapshot of a stream after this many journal entries (default 10000).
+	SnapshotEvery int
+	// Now is the clock of idempotency-key expiry (tests); nil: time.Now.
+	Now func() time.Time
+}
+
+// Core is what every service of this package shares: the hollywood engine, the journal, and the
+// registry of journaled actors (one per organization, the platform's, one outbound actor per
+// organization and the platform's), with the transactions that run in them (tenantTx, platformTx,
+// outboundTx). It owns no business: the services (Platform, Forecasting, Transfers...) do, each
+// built on the core and opened after it.
+type Core struct {
+	cfg    Config
+	log    *slog.Logger
+	engine *actor.Engine
+
+	platformPID *actor.PID
+	// index is the platform state as the platform actor last published it (organizations, keys,
+	// global events, merchants): lock-free reads for authentication and org lookups.
+	index atomic.Pointer[platformIndex]
+
+	mu        sync.Mutex
+	tenants   sync.Map // orgID -> *actor.PID
+	outbounds sync.Map // owner -> *actor.PID
+	closed    bool
+
+	quarantined atomic.Int64 // stored values out of bounds left out at load (reportQuarantined)
+}
+
+const platformStream = "platform"
+
+func tenantStream(orgID string) string { return "tenant-" + orgID }
+
+func outboundStream(owner string) string { return "outbound-" + owner }
+
+// NewCore returns an unopened core.
+func NewCore(cfg Config) *Core {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SnapshotEvery <= 0 {
+		cfg.SnapshotEvery = 10000
+	}
+	c := &Core{cfg: cfg, log: cfg.Logger}
+	c.index.Store(buildIndex(supplyplan.NewPlatformState()))
+	return c
+}
+
+// Open starts the engine, loads the platform state and starts every known tenant's actor.
+func (c *Core) Open(ctx context.Context) error {
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		return fmt.Errorf("start actor engine: %w", err)
+	}
+	c.engine = e
+	c.platformPID = e.Spawn(func() actor.Receiver {
+		return &durable[*supplyplan.PlatformState]{
+			stream: platformStream, journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
+			newState:   supplyplan.NewPlatformState,
+			afterApply: func(st *supplyplan.PlatformState) { c.index.Store(buildIndex(st)) },
+		}
+	}, "platform", actor.WithID("root"), actor.WithMaxRestarts(1<<30))
+	// Wait for the platform state: authentication needs it.
+	if _, err := platformTx(ctx, c, func(*supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
+		return struct{}{}, nil, nil
+	}); err != nil {
+		return fmt.Errorf("load platform state: %w", err)
+	}
+	return c.startTenants()
+}
+
+// startTenants starts the actor of every organization that has none yet.
+func (c *Core) startTenants() error {
+	for _, id := range c.orgs() {
+		if _, err := c.tenant(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// orgs returns the ids of every organization.
+func (c *Core) orgs() []string {
+	ix := c.index.Load()
+	out := make([]string, 0, len(ix.orgs))
+	for id := range ix.orgs {
+		out = append(out, id)
+	}
+	return out
+}
+
+// hasOrg reports whether an organization exists.
+func (c *Core) hasOrg(id string) bool {
+	_, ok := c.index.Load().orgs[id]
+	return ok
+}
+
+// every runs fn on a ticker until stop is called; stop waits for a run in progress.
+func (c *Core) every(d time.Duration, fn func(context.Context)) (stop func()) {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				fn(ctx)
+				cancel()
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		wg.Wait()
+	}
+}
+
+// Close drains every actor (pending writes durable, final snapshot) and stops them. Callers close
+// the services first (and the transports before them) so that nothing new arrives.
+func (c *Core) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed || c.engine == nil {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	var pids []*actor.PID
+	c.tenants.Range(func(_, v any) bool {
+		pids = append(pids, v.(*actor.PID))
+		return true
+	})
+	c.outbounds.Range(func(_, v any) bool {
+		pids = append(pids, v.(*actor.PID))
+		return true
+	})
+	pids = append(pids, c.platformPID)
+	var wg sync.WaitGroup
+	for _, pid := range pids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan struct{})
+			c.engine.Send(pid, drainMsg{done: done})
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+			// Everything queued before the drain has been handled, so Poison drops nothing.
+			select {
+			case <-c.engine.Poison(pid).Done():
+			case <-ctx.Done():
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// tenant returns the actor of an organization, spawning it on first use.
+func (c *Core) tenant(orgID string) (*actor.PID, error) {
+	if pid, ok := c.tenants.Load(orgID); ok {
+		return pid.(*actor.PID), nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The service is shutting down")
+	}
+	if pid, ok := c.tenants.Load(orgID); ok {
+		return pid.(*actor.PID), nil
+	}
+	if !c.hasOrg(orgID) {
+		return nil, supplyplan.NotFound("Organization")
+	}
+	pid := c.engine.Spawn(func() actor.Receiver {
+		return &durable[*supplyplan.TenantState]{
+			stream: tenantStream(orgID), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
+			newState:   func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
+			afterApply: func(st *supplyplan.TenantState) { c.reportQuarantined(orgID, st.TakeQuarantined()) },
+		}
+	}, "tenant", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))
+	c.tenants.Store(orgID, pid)
+	return pid, nil
+}
+
+// eachTenant calls fn with the id of every tenant whose actor runs.
+func (c *Core) eachTenant(fn func(orgID string)) {
+	c.tenants.Range(func(k, _ any) bool {
+		fn(k.(string))
+		return true
+	})
+}
+
+// outbound returns the outbound actor of an owner (an organization id or "platform").
+func (c *Core) outbound(owner string) (*actor.PID, error) {
+	if pid, ok := c.outbounds.Load(owner); ok {
+		return pid.(*actor.PID), nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The service is shutting down")
+	}
+	if pid, ok := c.outbounds.Load(owner); ok {
+		return pid.(*actor.PID), nil
+	}
+	if owner != supplyplan.PlatformOwner && !c.hasOrg(owner) {
+		return nil, supplyplan.NotFound("Organization")
+	}
+	pid := c.engine.Spawn(func() actor.Receiver {
+		return &durable[*supplyplan.OutboundState]{
+			stream: outboundStream(owner), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
+			newState: func() *supplyplan.OutboundState { return supplyplan.NewOutboundState(owner) },
+		}
+	}, "outbound", actor.WithID(owner), actor.WithMaxRestarts(1<<30))
+	c.outbounds.Store(owner, pid)
+	return pid, nil
+}
+
+// reportQuarantined logs the stored numbers a tenant's state left out when it loaded (written out
+// of bounds by an earlier version; see supplyplan.TenantState.TakeQuarantined) and counts them.
+func (c *Core) reportQuarantined(orgID string, q []supplyplan.QuarantinedValue) {
+	if len(q) == 0 {
+		return
+	}
+	c.quarantined.Add(int64(len(q)))
+	examples := make([]string, 0, min(len(q), 10))
+	for _, v := range q[:cap(examples)] {
+		examples = append(examples, v.String())
+	}
+	c.log.Warn("quarantined stored values out of bounds; they are treated as absent", "org", orgID,
+		"values", len(q), "bound", supplyplan.MaxStored, "examples", examples)
+}
+
+// Quarantined returns how many stored values out of bounds the tenants' states left out since
+// the core opened.
+func (c *Core) Quarantined() int64 { return c.quarantined.Load() }
+
+// tenantTx runs fn in the tenant actor of orgID.
+func tenantTx[T any](ctx context.Context, c *Core, orgID string, fn func(*supplyplan.TenantState) (T, []supplyplan.Record, error)) (T, error) {
+	pid, err := c.tenant(orgID)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return ask(ctx, c.engine, pid, fn)
+}
+
+// platformTx runs fn in the platform actor.
+func platformTx[T any](ctx context.Context, c *Core, fn func(*supplyplan.PlatformState) (T, []supplyplan.Record, error)) (T, error) {
+	return ask(ctx, c.engine, c.platformPID, fn)
+}
+
+// outboundTx runs fn in the outbound actor of owner.
+func outboundTx[T any](ctx context.Context, c *Core, owner string, fn func(*supplyplan.OutboundState) (T, []supplyplan.Record, error)) (T, error) {
+	pid, err := c.outbound(owner)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return ask(ctx, c.engine, pid, fn)
+}
+
+// pendingEvents returns the domain events of a transaction's records that wait in an outbox (the
+// relay delivers them once the transaction is durable).
+func pendingEvents(recs []supplyplan.Record) []supplyplan.DomainEvent {
+	var evs []supplyplan.DomainEvent
+	for _, r := range recs {
+		if r.Kind == supplyplan.KindPendingEvent && !r.Del {
+			evs = append(evs, *r.Value.(*supplyplan.DomainEvent))
+		}
+	}
+	return evs
+}

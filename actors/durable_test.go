@@ -1,0 +1,410 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/wait"
+)
+
+// memJournal is an in-memory supplyplan.Journal whose completions a test can hold back, fail, or
+// let through.
+type memJournal struct {
+	mu       sync.Mutex
+	streams  map[string]*memStream
+	hold     bool     // completions wait for release
+	held     []func() // in order
+	failNext int      // appends to fail
+	loadErr  error
+	loads    int
+}
+
+type memStream struct {
+	snapSeq uint64
+	snap    []byte
+	seqs    []uint64
+	entries [][]byte
+}
+
+func newMemJournal() *memJournal { return &memJournal{streams: map[string]*memStream{}} }
+
+func (j *memJournal) stream(name string) *memStream {
+	s := j.streams[name]
+	if s == nil {
+		s = &memStream{}
+		j.streams[name] = s
+	}
+	return s
+}
+
+// complete runs done now, or later when completions are held (j.mu held).
+func (j *memJournal) complete(done func(error), err error) {
+	if j.hold {
+		j.held = append(j.held, func() { done(err) })
+		return
+	}
+	done(err)
+}
+
+func (j *memJournal) Append(stream string, seq uint64, payload []byte, done func(error)) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failNext > 0 {
+		j.failNext--
+		j.complete(done, errors.New("disk on fire"))
+		return
+	}
+	s := j.stream(stream)
+	s.seqs = append(s.seqs, seq)
+	s.entries = append(s.entries, append([]byte(nil), payload...))
+	j.complete(done, nil)
+}
+
+func (j *memJournal) Barrier(_ string, done func(error)) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.complete(done, nil)
+}
+
+func (j *memJournal) Load(stream string, onSnapshot func(uint64, []byte) error, onEntry func(uint64, []byte) error) (supplyplan.JournalLoad, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.loads++
+	var res supplyplan.JournalLoad
+	if j.loadErr != nil {
+		return res, j.loadErr
+	}
+	s := j.stream(stream)
+	if s.snap != nil {
+		if err := onSnapshot(s.snapSeq, s.snap); err != nil {
+			return res, err
+		}
+	}
+	res.SnapshotSeq, res.LastSeq = s.snapSeq, s.snapSeq
+	for i, seq := range s.seqs {
+		if seq <= s.snapSeq {
+			continue
+		}
+		if err := onEntry(seq, s.entries[i]); err != nil {
+			return res, err
+		}
+		res.LastSeq = seq
+		res.Entries++
+	}
+	return res, nil
+}
+
+func (j *memJournal) SaveSnapshot(stream string, seq uint64, data []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := j.stream(stream)
+	s.snapSeq, s.snap = seq, append([]byte(nil), data...)
+	return nil
+}
+
+// release lets the held completions through, in order, and stops holding.
+func (j *memJournal) release() {
+	j.mu.Lock()
+	held := j.held
+	j.held, j.hold = nil, false
+	j.mu.Unlock()
+	for _, fn := range held {
+		fn()
+	}
+}
+
+func (j *memJournal) set(fn func(j *memJournal)) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	fn(j)
+}
+
+func (j *memJournal) loadCount() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.loads
+}
+
+// notes is a minimal State: notes by id. A note "bad" is refused by Apply.
+type notes struct {
+	Items map[string]string `json:"items"`
+}
+
+type note struct {
+	Text string `json:"text"`
+}
+
+const kindNote = "test.note"
+
+func init() { supplyplan.RegisterKind(kindNote, func() any { return new(note) }) }
+
+func newNotes() *notes { return &notes{Items: map[string]string{}} }
+
+func (n *notes) Apply(r supplyplan.Record) error {
+	if r.Kind != kindNote {
+		return fmt.Errorf("unknown kind %q", r.Kind)
+	}
+	if r.Del {
+		delete(n.Items, r.ID)
+		return nil
+	}
+	v, ok := r.Value.(*note)
+	if !ok {
+		return fmt.Errorf("note %s holds %T", r.ID, r.Value)
+	}
+	if v.Text == "bad" {
+		return errors.New("a bad note")
+	}
+	n.Items[r.ID] = v.Text
+	return nil
+}
+
+// startNotes spawns a durable notes actor on j and returns a function running a transaction in it.
+func startNotes(t *testing.T, j supplyplan.Journal, snapEvery int) (*actor.Engine, *actor.PID) {
+	t.Helper()
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := e.Spawn(func() actor.Receiver {
+		return &durable[*notes]{stream: "notes", journal: j, newState: newNotes, snapEvery: snapEvery,
+			log: discardLogger()}
+	}, "notes", actor.WithMaxRestarts(1<<30))
+	t.Cleanup(func() { <-e.Poison(pid).Done() })
+	return e, pid
+}
+
+func putNote(id, text string) func(*notes) (struct{}, []supplyplan.Record, error) {
+	return func(*notes) (struct{}, []supplyplan.Record, error) {
+		return struct{}{}, []supplyplan.Record{supplyplan.Put(kindNote, id, &note{Text: text})}, nil
+	}
+}
+
+func readNotes(st *notes) (map[string]string, []supplyplan.Record, error) {
+	out := make(map[string]string, len(st.Items))
+	for k, v := range st.Items {
+		out[k] = v
+	}
+	return out, nil, nil
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A write is answered once durable, and a read never sees a write that is not durable yet: it is
+// answered after the journal's barrier.
+func TestDurableReadWaitsForTheWriteToBeDurable(t *testing.T) {
+	j := newMemJournal()
+	e, pid := startNotes(t, j, 0)
+	if _, err := ask(ctxFor(t, 5*time.Second), e, pid, putNote("a", "first")); err != nil {
+		t.Fatal(err)
+	}
+	j.set(func(j *memJournal) { j.hold = true })
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := ask(context.Background(), e, pid, putNote("b", "second"))
+		wrote <- err
+	}()
+	read := make(chan map[string]string, 1)
+	wait.Eventually(t, 5*time.Second, func() error { // the write was appended (not durable)
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if len(j.held) == 0 {
+			return errors.New("no append yet")
+		}
+		return nil
+	})
+	go func() {
+		m, _ := ask(context.Background(), e, pid, readNotes)
+		read <- m
+	}()
+	wait.Eventually(t, 5*time.Second, func() error { // the read asked for its barrier
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if len(j.held) < 2 {
+			return errors.New("no barrier yet")
+		}
+		return nil
+	})
+	select {
+	case <-wrote:
+		t.Fatal("the write was answered before it was durable")
+	case <-read:
+		t.Fatal("the read was answered before the write it sees was durable")
+	default:
+	}
+	j.release()
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if m := <-read; m["b"] != "second" {
+		t.Fatalf("read %v after the barrier, want the write", m)
+	}
+}
+
+// ask gives up when its context ends (503 "timed out"); the transaction still runs, and the
+// actor goes on serving.
+func TestAskTimesOutWhileTheActorGoesOn(t *testing.T) {
+	e, pid := startNotes(t, newMemJournal(), 0)
+	gate := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := ask(ctx, e, pid, func(st *notes) (struct{}, []supplyplan.Record, error) {
+		<-gate
+		return putNote("late", "written after the timeout")(st)
+	})
+	if supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE || supplyplan.ErrorMessage(err) != "The request timed out" {
+		t.Fatalf("err = %v, want EUNAVAILABLE timed out", err)
+	}
+	cancelled, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := ask(cancelled, e, pid, readNotes); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled ask = %v, want context.Canceled", err)
+	}
+	close(gate)
+	m, err := ask(ctxFor(t, 5*time.Second), e, pid, readNotes)
+	if err != nil || m["late"] == "" {
+		t.Fatalf("after the timeout: %v, %v; want the late write applied", m, err)
+	}
+}
+
+// A transaction whose records do not apply is answered with the error, and the actor reloads from
+// the journal: the records applied before the failing one are gone from memory, as from disk.
+func TestDurableReloadsAfterAFailedApply(t *testing.T) {
+	j := newMemJournal()
+	e, pid := startNotes(t, j, 0)
+	ctx := ctxFor(t, 5*time.Second)
+	if _, err := ask(ctx, e, pid, putNote("a", "kept")); err != nil {
+		t.Fatal(err)
+	}
+	loads := j.loadCount()
+	_, err := ask(ctx, e, pid, func(*notes) (struct{}, []supplyplan.Record, error) {
+		return struct{}{}, []supplyplan.Record{supplyplan.Put(kindNote, "half", &note{Text: "applied first"}),
+			supplyplan.Put(kindNote, "x", &note{Text: "bad"})}, nil
+	})
+	if err == nil {
+		t.Fatal("a write that does not apply succeeded")
+	}
+	m, err := ask(ctx, e, pid, readNotes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["half"]; ok || m["a"] != "kept" || len(m) != 1 {
+		t.Fatalf("state after the failed apply = %v, want only a", m)
+	}
+	if j.loadCount() != loads+1 {
+		t.Fatalf("%d loads, want one reload", j.loadCount()-loads)
+	}
+	if _, err := ask(ctx, e, pid, putNote("b", "after")); err != nil {
+		t.Fatalf("a write after the reload: %v", err)
+	}
+}
+
+// A write the journal fails is answered 503 and the state reloads without it.
+func TestDurableReloadsAfterAFailedAppend(t *testing.T) {
+	j := newMemJournal()
+	e, pid := startNotes(t, j, 0)
+	ctx := ctxFor(t, 5*time.Second)
+	j.set(func(j *memJournal) { j.failNext = 1 })
+	if _, err := ask(ctx, e, pid, putNote("lost", "x")); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
+		t.Fatalf("err = %v, want EUNAVAILABLE", err)
+	}
+	wait.Eventually(t, 5*time.Second, func() error {
+		m, err := ask(ctx, e, pid, readNotes)
+		if err != nil {
+			return err
+		}
+		if _, ok := m["lost"]; ok {
+			return errors.New("the failed write is still in memory")
+		}
+		return nil
+	})
+	if _, err := ask(ctx, e, pid, putNote("next", "y")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A panic in a transaction answers 500 and reloads the state; the actor keeps serving.
+func TestDurableRecoversFromAPanic(t *testing.T) {
+	j := newMemJournal()
+	e, pid := startNotes(t, j, 0)
+	ctx := ctxFor(t, 5*time.Second)
+	if _, err := ask(ctx, e, pid, putNote("a", "kept")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ask(ctx, e, pid, func(*notes) (struct{}, []supplyplan.Record, error) { panic("boom") })
+	if supplyplan.ErrorCode(err) != supplyplan.EINTERNAL {
+		t.Fatalf("err = %v, want EINTERNAL", err)
+	}
+	if m, err := ask(ctx, e, pid, readNotes); err != nil || m["a"] != "kept" {
+		t.Fatalf("after the panic: %v, %v", m, err)
+	}
+}
+
+// A stream that cannot load answers every transaction 503, and never applies one.
+func TestDurableUnavailableWhenTheLoadFails(t *testing.T) {
+	j := newMemJournal()
+	j.loadErr = errors.New("damaged segment")
+	e, pid := startNotes(t, j, 0)
+	if _, err := ask(ctxFor(t, 5*time.Second), e, pid, putNote("a", "x")); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
+		t.Fatalf("err = %v, want EUNAVAILABLE", err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.stream("notes").entries) != 0 {
+		t.Fatal("a write was journaled on a stream that did not load")
+	}
+}
+
+// Snapshots replace the entries they cover: a new actor on the same journal rebuilds the same
+// state from the snapshot and the entries after it, and drain takes a final snapshot.
+func TestDurableSnapshotAndRebuild(t *testing.T) {
+	j := newMemJournal()
+	e, pid := startNotes(t, j, 3)
+	ctx := ctxFor(t, 5*time.Second)
+	for i := range 10 {
+		if _, err := ask(ctx, e, pid, putNote(fmt.Sprint(i), fmt.Sprint("note ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ask(ctx, e, pid, func(*notes) (struct{}, []supplyplan.Record, error) {
+		return struct{}{}, []supplyplan.Record{supplyplan.Del(kindNote, "4")}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 5*time.Second, func() error {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.stream("notes").snap == nil {
+			return errors.New("no snapshot after 11 writes with snapEvery 3")
+		}
+		return nil
+	})
+	done := make(chan struct{})
+	e.Send(pid, drainMsg{done: done})
+	<-done
+	j.mu.Lock()
+	if s := j.stream("notes"); s.snapSeq != 11 {
+		t.Errorf("snapshot after the drain at %d, want 11", s.snapSeq)
+	}
+	j.mu.Unlock()
+
+	e2, pid2 := startNotes(t, j, 3)
+	m, err := ask(ctx, e2, pid2, readNotes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 9 || m["9"] != "note 9" || m["4"] != "" {
+		t.Fatalf("rebuilt state %v", m)
+	}
+}

@@ -1,0 +1,36 @@
+package supplyplan
+
+// Journal is the durable log behind every journaled actor (a tenant, the platform, an outbound
+// owner): one stream of numbered entries per actor, plus the latest snapshot of its state. The
+// actor package depends on this interface only. streams.Journal is the local implementation (one
+// directory per stream in the data dir, group-committed with fsync); the distributed mode's Kafka
+// journal is meant to be a second one (fencing of a stale owner, with epochs, will be added to
+// this contract when it is built).
+//
+// The actor calls Append and Barrier from its own goroutine and never waits on them: done runs
+// later, on the journal's goroutine, and must only hand the result back (it must not block).
+type Journal interface {
+	// Append queues payload as entry seq of stream; seq increases by one per stream. done is
+	// called exactly once, with nil when the entry is durable (it survives a crash) or with the
+	// error that made it fail.
+	Append(stream string, seq uint64, payload []byte, done func(error))
+	// Barrier calls done once every entry appended to stream before the call is durable (or has
+	// failed: done gets that error). An implementation may wait for more than stream's entries.
+	Barrier(stream string, done func(error))
+	// Load replays stream: onSnapshot with the latest snapshot if there is one, then onEntry for
+	// every entry after it, in order. It runs before the first Append to the stream; an error of
+	// a callback stops the load and is returned.
+	Load(stream string, onSnapshot func(seq uint64, data []byte) error,
+		onEntry func(seq uint64, payload []byte) error) (JournalLoad, error)
+	// SaveSnapshot stores data as the state of stream after entry seq, durably; entries up to
+	// seq may then be dropped. It may run concurrently with appends to the stream.
+	SaveSnapshot(stream string, seq uint64, data []byte) error
+}
+
+// JournalLoad summarizes a Journal.Load.
+type JournalLoad struct {
+	SnapshotSeq uint64 // the entry the snapshot was taken after (0: none)
+	LastSeq     uint64 // the newest entry read
+	Entries     int    // entries replayed after the snapshot
+	Truncated   int64  // bytes of a torn tail that were cut (local journal)
+}

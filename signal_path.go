@@ -1,0 +1,60 @@
+package supplyplan
+
+import "fmt"
+
+// The write path of a live demand signal, from where it enters to where it is durable:
+//
+//  1. Validated where it enters the service, by NormalizeSignal: the Kafka consumer's decoder
+//     (streams), the in-process stream's Publish (streams, behind POST /api/demand/signals, whose
+//     handler runs the same function first to word its REJECTED outcomes). What fails is rejected
+//     there (dead-letter topic, or a REJECTED outcome); nothing after it validates a signal again.
+//  2. Grouped by organization (streams), one SignalSink call per organization.
+//  3. Resolved by the tenant's actor (actors.Signals, TenantState.ResolveSignals): a read of the
+//     catalog that turns each signal's product reference into the product id, or rejects it
+//     (unknown product or location). The actor does not order signal writes: a signal is not
+//     part of the tenant's journaled state.
+//  4. Written by the demand store (DemandStore.AddSignals), which owns the order of demand-history
+//     writes and their deduplication by signal id: the embedded store in its group-committing
+//     writer, the ClickHouse store under a lock per organization. It answers once they are
+//     durable, then the tenant's forecasts are invalidated and its alerts evaluated again.
+//
+// The store still refuses a call with a signal it cannot store (DemandStore's own contract, so
+// that a write is never partial), but a signal that passed NormalizeSignal never trips it.
+
+// ResolveSignals checks what each signal of organization orgID refers to in the tenant's catalog
+// (the product by id or SKU, the location) and returns the signals to write, with their product
+// reference replaced by the product id, and the index of each in signals. The outcome of every
+// other signal is set in out (len(signals)): SignalRejected with RejectUnknownProduct or
+// RejectUnknownLocation. signals passed NormalizeSignal.
+func (s *TenantState) ResolveSignals(signals []DemandSignal, out []SignalOutcome) (valid []DemandSignal, slot []int) {
+	for i, sg := range signals {
+		p, ok := s.ProductBySKU(sg.SKU)
+		if !ok {
+			out[i] = Rejected(RejectUnknownProduct, fmt.Sprintf("unknown product %q", sg.SKU))
+			continue
+		}
+		if _, ok := s.Locations[sg.Location]; !ok {
+			out[i] = Rejected(RejectUnknownLocation, fmt.Sprintf("unknown location %q", sg.Location))
+			continue
+		}
+		sg.SKU = p.ID
+		valid = append(valid, sg)
+		slot = append(slot, i)
+	}
+	return valid, slot
+}
+
+// SignalOutcomes sets the outcome of each written signal from the store's answer (fresh[j] for
+// the signal at out[slot[j]]): SignalApplied, or SignalDuplicate for a signal id seen before. It
+// returns how many were applied.
+func SignalOutcomes(out []SignalOutcome, slot []int, fresh []bool) (applied int) {
+	for j, i := range slot {
+		if fresh[j] {
+			out[i] = SignalOutcome{Status: SignalApplied}
+			applied++
+		} else {
+			out[i] = SignalOutcome{Status: SignalDuplicate}
+		}
+	}
+	return applied
+}
