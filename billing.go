@@ -18,7 +18,6 @@ const (
 	KindBillingAudit     = "billingaudit"
 	KindPaymentEventSeen = "paymentevent"
 	KindPaymentUnmatched = "paymentunmatched"
-	KindPendingEvent     = "pendingevent"
 )
 
 func init() {
@@ -26,7 +25,6 @@ func init() {
 	RegisterKind(KindBillingAudit, func() any { return new(BillingAuditEntry) })
 	RegisterKind(KindPaymentEventSeen, func() any { return new(time.Time) })
 	RegisterKind(KindPaymentUnmatched, func() any { return new(UnmatchedPayment) })
-	RegisterKind(KindPendingEvent, func() any { return new(DomainEvent) })
 }
 
 // Payment-provider event types the service acts on.
@@ -257,9 +255,9 @@ type BillingState struct {
 	BillingAudit  map[string]*BillingAuditEntry `json:"billingAudit,omitempty"`
 	PaymentEvents map[string]*time.Time         `json:"paymentEvents,omitempty"`
 	Unmatched     map[string]*UnmatchedPayment  `json:"unmatchedPayments,omitempty"`
-	// PendingEvents are domain events written with the change that caused them, waiting to be
-	// handed to the outbound delivery (subscription.updated, ops.payment_failed).
-	PendingEvents map[string]*DomainEvent `json:"pendingEvents,omitempty"`
+	// OutboxState holds the platform's pending domain events (subscription.updated,
+	// ops.payment_failed).
+	OutboxState
 }
 
 func (b *BillingState) initBilling() {
@@ -275,9 +273,7 @@ func (b *BillingState) initBilling() {
 	if b.Unmatched == nil {
 		b.Unmatched = map[string]*UnmatchedPayment{}
 	}
-	if b.PendingEvents == nil {
-		b.PendingEvents = map[string]*DomainEvent{}
-	}
+	b.OutboxState.init()
 }
 
 // applyBilling applies the billing record kinds; handled is false for any other kind.
@@ -293,7 +289,7 @@ func (b *BillingState) applyBilling(r Record) (bool, error) {
 	case KindPaymentUnmatched:
 		return true, putValue(b.Unmatched, r)
 	case KindPendingEvent:
-		return true, putValue(b.PendingEvents, r)
+		return true, b.OutboxState.Apply(r)
 	}
 	return false, nil
 }
@@ -662,21 +658,6 @@ func (s *PlatformState) BillingOf(orgID string) (BillingView, error) {
 	}
 	slices.SortFunc(v.AuditLog, func(a, b BillingAuditEntry) int { return cmp.Compare(b.ID, a.ID) })
 	return v, nil
-}
-
-// PendingEventList returns the platform's pending events, oldest first.
-func (s *PlatformState) PendingEventList() []DomainEvent {
-	s.initBilling()
-	return pendingList(s.PendingEvents)
-}
-
-func pendingList(m map[string]*DomainEvent) []DomainEvent {
-	out := make([]DomainEvent, 0, len(m))
-	for _, e := range m {
-		out = append(out, *e)
-	}
-	slices.SortFunc(out, func(a, b DomainEvent) int { return cmp.Compare(a.ID, b.ID) })
-	return out
 }
 
 // BillingService applies payment-provider events and shows billing state.

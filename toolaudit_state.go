@@ -13,8 +13,25 @@ func init() {
 	RegisterKind(KindToolAudit, func() any { return new(ToolAudit) })
 }
 
-// ClaimToolConfirmation returns the record of a new CONFIRMED audit; a second claim of the same id
-// (a reused confirmation token) is a 409.
+// ToolAuditState is the audits of the tenant's confirmed state-changing tool calls (tool
+// service; sub-state of TenantState).
+type ToolAuditState struct {
+	ToolAudits map[string]*ToolAudit `json:"toolAudits,omitempty"`
+}
+
+// init makes the map non-nil.
+func (s *ToolAuditState) init() { initMap(&s.ToolAudits) }
+
+// Apply stores one tool audit.
+func (s *ToolAuditState) Apply(r Record) error {
+	if r.Kind != KindToolAudit {
+		return unknownKind("tool audit state", r)
+	}
+	return putValue(s.ToolAudits, r)
+}
+
+// ClaimToolConfirmation returns the record of a new CONFIRMED audit of the organization; a second
+// claim of the same id (a reused confirmation token) is a 409.
 func (s *TenantState) ClaimToolConfirmation(a ToolAudit) ([]Record, error) {
 	if _, used := s.ToolAudits[a.ID]; used {
 		return nil, Conflict("This confirmation token was already used; call the tool again without a token")
@@ -24,7 +41,7 @@ func (s *TenantState) ClaimToolConfirmation(a ToolAudit) ([]Record, error) {
 }
 
 // CompleteToolAudit records the outcome of a claimed confirmation.
-func (s *TenantState) CompleteToolAudit(id, status, detail string, now time.Time) ([]Record, error) {
+func (s *ToolAuditState) CompleteToolAudit(id, status, detail string, now time.Time) ([]Record, error) {
 	cur, ok := s.ToolAudits[id]
 	if !ok {
 		return nil, NotFound("Tool audit")
@@ -35,7 +52,7 @@ func (s *TenantState) CompleteToolAudit(id, status, detail string, now time.Time
 }
 
 // ListToolAudits returns the audits, newest first.
-func (s *TenantState) ListToolAudits() []ToolAudit {
+func (s *ToolAuditState) ListToolAudits() []ToolAudit {
 	out := make([]ToolAudit, 0, len(s.ToolAudits))
 	for _, a := range s.ToolAudits {
 		out = append(out, *a)
