@@ -2,6 +2,8 @@ package supplyplan
 
 import (
 	"cmp"
+	"context"
+	"encoding/json"
 	"slices"
 	"time"
 )
@@ -11,6 +13,37 @@ const KindToolAudit = "toolaudit"
 
 func init() {
 	RegisterKind(KindToolAudit, func() any { return new(ToolAudit) })
+}
+
+// ToolAudit is the durable audit record of a confirmed state-changing tool call. Its ID is the
+// confirmation token's id, so a token acts at most once.
+type ToolAudit struct {
+	ID             string          `json:"id"`
+	OrganizationID string          `json:"organizationId"`
+	Tool           string          `json:"tool"`
+	Arguments      json.RawMessage `json:"arguments"`
+	Actor          string          `json:"actor"`
+	Status         string          `json:"status"` // CONFIRMED, then SUCCEEDED or FAILED
+	Detail         string          `json:"detail,omitempty"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	CompletedAt    *time.Time      `json:"completedAt,omitempty"`
+}
+
+// Tool audit statuses.
+const (
+	AuditConfirmed = "CONFIRMED"
+	AuditSucceeded = "SUCCEEDED"
+	AuditFailed    = "FAILED"
+)
+
+// ToolAuditLog stores tool audits in the organization's journal.
+type ToolAuditLog interface {
+	// ClaimToolConfirmation stores a CONFIRMED audit; 409 when the id was claimed before.
+	ClaimToolConfirmation(ctx context.Context, a ToolAudit) error
+	// CompleteToolAudit records the outcome of a claimed confirmation.
+	CompleteToolAudit(ctx context.Context, orgID, id, status, detail string) error
+	// ListToolAudits returns an organization's audits, newest first.
+	ListToolAudits(ctx context.Context, orgID string) ([]ToolAudit, error)
 }
 
 // ToolAuditState is the audits of the tenant's confirmed state-changing tool calls (tool

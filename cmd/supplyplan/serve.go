@@ -21,6 +21,7 @@ import (
 	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/rpc"
 	"github.com/supplyplan/supplyplan/streams"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // Main wires the adapters: it opens them in dependency order and closes them in reverse.
@@ -48,7 +49,7 @@ type Main struct {
 	// Catalog, or Planning (both planning contracts).
 	Catalog    supplyplan.CatalogService
 	Forecaster supplyplan.Forecaster
-	Planning   supplyplan.PlanningToolService
+	Planning   tools.PlanningBackend
 
 	unsubscribe func()
 	gate        *redisstore.Gate

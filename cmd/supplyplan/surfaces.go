@@ -16,13 +16,14 @@ import (
 	sphttp "github.com/supplyplan/supplyplan/http"
 	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/rpc"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // mcpParts are what the MCP surfaces share, prepared before the servers start.
 type mcpParts struct {
 	gateway supplyplan.GatewayKeyStore
 	health  map[string]func(context.Context) error
-	deps    *supplyplan.ToolDeps
+	deps    *tools.Deps
 	origins []string
 }
 
@@ -54,13 +55,13 @@ func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 	if err != nil {
 		return err
 	}
-	m.mcp.deps = &supplyplan.ToolDeps{Catalog: m.Catalog, Audit: m.System, Confirm: &supplyplan.Confirmer{Secret: secret}}
+	m.mcp.deps = &tools.Deps{Catalog: m.Catalog, Audit: m.System, Confirm: &tools.Confirmer{Secret: secret}}
 	switch {
 	case m.Planning != nil:
 		m.mcp.deps.Forecasts, m.mcp.deps.Transfers = m.Planning, m.Planning
 	default:
 		if t, ok := any(m.System).(supplyplan.TransferService); ok {
-			m.mcp.deps.Transfers = supplyplan.TransferTools{Service: t}
+			m.mcp.deps.Transfers = tools.TransferTools{Service: t}
 		}
 		if m.Forecaster == nil {
 			if f, ok := any(m.System).(supplyplan.Forecaster); ok {
@@ -68,7 +69,7 @@ func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 			}
 		}
 		if m.Forecaster != nil && m.Catalog != nil {
-			m.mcp.deps.Forecasts = supplyplan.ForecastTools{Forecaster: m.Forecaster, Catalog: m.Catalog}
+			m.mcp.deps.Forecasts = tools.ForecastTools{Forecaster: m.Forecaster, Catalog: m.Catalog}
 		}
 	}
 	for _, o := range strings.Split(cfg.MCPAllowedOrigins, ",") {
