@@ -56,8 +56,6 @@ func TestSearchMerchants(t *testing.T) {
 	}
 }
 
-func strp(s string) *string { return &s }
-
 func TestMerchantProfileValidationAndOutbox(t *testing.T) {
 	st := supplyplan.NewPlatformState()
 	now := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)

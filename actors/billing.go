@@ -8,14 +8,14 @@ import (
 
 // HandlePaymentEvent applies a verified payment-provider event in the platform actor; it returns
 // once the effect (billing record, entitlements, audit log, pending events) is durable.
-func (s *System) HandlePaymentEvent(ctx context.Context, ev supplyplan.PaymentEvent, raw []byte) (supplyplan.PaymentResult, error) {
+func (s *System) HandlePaymentEvent(ctx context.Context, ev supplyplan.PaymentEvent) (supplyplan.PaymentResult, error) {
 	now := supplyplan.Now()
 	type out struct {
 		res    supplyplan.PaymentResult
 		events []supplyplan.DomainEvent
 	}
 	o, err := platformTx(ctx, s, func(st *supplyplan.PlatformState) (out, []supplyplan.Record, error) {
-		res, recs, err := st.ApplyPaymentEvent(ev, raw, s.cfg.Outbound.Plans, now)
+		res, recs, err := st.ApplyPaymentEvent(ev, s.cfg.Outbound.Plans, now)
 		var evs []supplyplan.DomainEvent
 		for _, r := range recs {
 			if r.Kind == supplyplan.KindPendingEvent && !r.Del {
