@@ -15,6 +15,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/backoff"
 )
 
 // ImportConfig configures bulk import jobs.
@@ -502,25 +503,20 @@ func finish(j *supplyplan.ImportJob, now time.Time) {
 	}
 }
 
+// importRetry spaces the retries of an import job's writes: 100 ms, 200 ms, 400 ms, 800 ms.
+var importRetry = supplyplan.RetryPolicy{Base: 100 * time.Millisecond, Factor: 2, Cap: time.Second, MaxAttempts: 5}
+
 // retry runs fn up to 5 times with backoff while it fails with an error that may pass (not a
 // validation, not-found or conflict error) and ctx lives.
 func retry(ctx context.Context, fn func() error) error {
-	var err error
-	for i, wait := 0, 100*time.Millisecond; i < 5; i, wait = i+1, wait*2 {
-		if err = fn(); err == nil {
-			return nil
-		}
+	return backoff.Retry(ctx, importRetry, func(int) error {
+		err := fn()
 		switch supplyplan.ErrorCode(err) {
 		case supplyplan.EVALIDATION, supplyplan.ENOTFOUND, supplyplan.ECONFLICT:
-			return err
+			return backoff.Permanent(err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-	}
-	return err
+		return err
+	})
 }
 
 // update changes a job record in one tenant transaction and returns the new job.
