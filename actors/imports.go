@@ -16,6 +16,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/backoff"
+	"github.com/supplyplan/supplyplan/internal/fsutil"
 )
 
 // ImportConfig configures bulk import jobs.
@@ -684,37 +685,12 @@ func (s *System) GetImportJob(ctx context.Context, p supplyplan.Principal, jobID
 	})
 }
 
-// writeFileSync writes data to path durably (temp file, fsync, rename, directory fsync).
+// writeFileSync writes data to path durably (fsutil.WriteFile), creating its directory.
 func writeFileSync(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return fsutil.WriteFileBytes(path, data, 0o600)
 }
 
 // ListImportJobs lists the organization's jobs, newest first.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	sphttp "github.com/supplyplan/supplyplan/http"
+	"github.com/supplyplan/supplyplan/internal/fsutil"
 	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/rpc"
 	"github.com/supplyplan/supplyplan/tools"
@@ -140,7 +141,7 @@ func toolsSecret(cfg Config) ([]byte, error) {
 		return nil, err
 	}
 	secret := hex.EncodeToString(raw)
-	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+	if err := fsutil.WriteFileBytes(path, []byte(secret+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("write tools secret: %w", err)
 	}
 	return []byte(secret), nil
