@@ -300,7 +300,7 @@ func (m *Main) outboundConfig() (actors.OutboundConfig, error) {
 		}
 	}
 	if cfg.RedisAddr != "" {
-		g := redisstore.NewGate(redisstore.GateConfig{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix})
+		g := redisstore.NewGate(redisstore.Config{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := g.Open(ctx); err != nil {
