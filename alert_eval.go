@@ -533,39 +533,6 @@ func meanSD(xs []float64) (float64, float64) {
 	return m, math.Sqrt(v / float64(len(xs)-1))
 }
 
-// LeadTimes returns, per product id, the longest lead time of the suppliers of its open or past
-// purchase orders (products without one use the default).
-func (s *TenantState) LeadTimes() map[string]int {
-	out := map[string]int{}
-	for _, po := range s.PurchaseOrders {
-		sp, ok := s.Suppliers[po.SupplierID]
-		if !ok || sp.LeadTimeDays == nil {
-			continue
-		}
-		for _, l := range po.Lines {
-			out[l.SKU] = max(out[l.SKU], *sp.LeadTimeDays)
-		}
-	}
-	return out
-}
-
-// InboundWithin returns the open purchase-order quantity per inventory key expected by deadline
-// given per product (orders without an expected date do not count).
-func (s *TenantState) InboundWithin(deadline func(productID string) time.Time) map[string]float64 {
-	out := map[string]float64{}
-	for _, po := range s.PurchaseOrders {
-		if !po.Open() || po.ExpectedAt == nil {
-			continue
-		}
-		for _, l := range po.Lines {
-			if !po.ExpectedAt.After(deadline(l.SKU)) {
-				out[InventoryKey(l.SKU, po.DestinationLocationID)] += l.Quantity
-			}
-		}
-	}
-	return out
-}
-
 // SeverityRank orders severities: CRITICAL 0 ... LOW 3.
 func SeverityRank(s Severity) int {
 	for i, v := range Severities {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,7 +19,6 @@ const (
 	KindBillingAudit     = "billingaudit"
 	KindPaymentEventSeen = "paymentevent"
 	KindPaymentUnmatched = "paymentunmatched"
-	KindPendingEvent     = "pendingevent"
 )
 
 func init() {
@@ -26,7 +26,6 @@ func init() {
 	RegisterKind(KindBillingAudit, func() any { return new(BillingAuditEntry) })
 	RegisterKind(KindPaymentEventSeen, func() any { return new(time.Time) })
 	RegisterKind(KindPaymentUnmatched, func() any { return new(UnmatchedPayment) })
-	RegisterKind(KindPendingEvent, func() any { return new(DomainEvent) })
 }
 
 // Payment-provider event types the service acts on.
@@ -114,82 +113,55 @@ func (c PlansConfig) Resolve(refs []string) (string, PlanSpec, bool) {
 	return "", PlanSpec{}, false
 }
 
-// PaymentEvent is a Stripe-shaped provider event.
+// PaymentEvent is a payment-provider event in the terms of the billing rules. The provider's
+// wire format is read at the edge (stripe/ParseEvent) into this shape; it is also how an event
+// waiting for its organization is journaled (UnmatchedPayment).
 type PaymentEvent struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Created int64  `json:"created"`
-	Data    struct {
-		Object json.RawMessage `json:"object"`
-	} `json:"data"`
+	ID      string    `json:"id"`
+	Type    string    `json:"type"`
+	Created time.Time `json:"created"` // the provider's creation time, whole seconds
+	// OrganizationIDs are the organization ids the event's metadata names, the object's first,
+	// then its subscription's.
+	OrganizationIDs []string `json:"organizationIds,omitempty"`
+	CustomerID      string   `json:"customerId,omitempty"`
+	// ObjectID is the subscription's id (subscription events) or the invoice's (invoice events).
+	ObjectID string `json:"objectId,omitempty"`
+	// Subscription events: the subscription's status, the end of its current period and what may
+	// name its plan (plan names or PlanSpec.Match entries), most specific first.
+	Status           string     `json:"status,omitempty"`
+	CurrentPeriodEnd *time.Time `json:"currentPeriodEnd,omitempty"`
+	PlanRefs         []string   `json:"planRefs,omitempty"`
+	// Invoice events: amounts in minor units.
+	AmountPaid int64  `json:"amountPaid,omitempty"`
+	AmountDue  int64  `json:"amountDue,omitempty"`
+	Currency   string `json:"currency,omitempty"`
 }
 
-// paymentObject holds the fields of subscription and invoice objects the service reads.
-type paymentObject struct {
-	ID                  string            `json:"id"`
-	Object              string            `json:"object"`
-	Customer            json.RawMessage   `json:"customer"`
-	Status              string            `json:"status"`
-	Metadata            map[string]string `json:"metadata"`
-	CurrentPeriodEnd    int64             `json:"current_period_end"`
-	Subscription        json.RawMessage   `json:"subscription"`
-	SubscriptionDetails struct {
-		Metadata map[string]string `json:"metadata"`
-	} `json:"subscription_details"`
-	Items struct {
-		Data []struct {
-			Price struct {
-				ID        string `json:"id"`
-				LookupKey string `json:"lookup_key"`
-				Product   string `json:"product"`
-			} `json:"price"`
-			Plan struct {
-				ID      string `json:"id"`
-				Product string `json:"product"`
-			} `json:"plan"`
-		} `json:"data"`
-	} `json:"items"`
-	Plan *struct {
-		ID string `json:"id"`
-	} `json:"plan"`
-	AmountPaid int64  `json:"amount_paid"`
-	AmountDue  int64  `json:"amount_due"`
-	Currency   string `json:"currency"`
+// PaymentParser reads a provider event body into a PaymentEvent.
+type PaymentParser func(body []byte) (PaymentEvent, error)
+
+var paymentParser struct {
+	sync.RWMutex
+	parse PaymentParser
 }
 
-// idOf reads a field that is either an id string or an expanded object with an id.
-func idOf(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var o struct {
-		ID string `json:"id"`
-	}
-	_ = json.Unmarshal(raw, &o)
-	return o.ID
+// RegisterPaymentParser declares the provider adapter's parser (stripe/ registers its ParseEvent
+// in an init function, as image formats register with the image package). It reads the unmatched
+// payments that journals and snapshots of earlier versions stored as the provider's event body.
+func RegisterPaymentParser(p PaymentParser) {
+	paymentParser.Lock()
+	defer paymentParser.Unlock()
+	paymentParser.parse = p
 }
 
-// ParsePaymentEvent decodes and checks an event body.
-func ParsePaymentEvent(body []byte) (PaymentEvent, error) {
-	var ev PaymentEvent
-	if err := json.Unmarshal(body, &ev); err != nil {
-		return ev, Invalid("body", "must be a JSON event object")
+func parseLegacyPayment(body []byte) (PaymentEvent, error) {
+	paymentParser.RLock()
+	parse := paymentParser.parse
+	paymentParser.RUnlock()
+	if parse == nil {
+		return PaymentEvent{}, fmt.Errorf("no payment parser registered")
 	}
-	fe := FieldErrors{}
-	if ev.ID == "" {
-		fe.Add("id", "is required")
-	}
-	if ev.Type == "" {
-		fe.Add("type", "is required")
-	}
-	if ev.Created <= 0 {
-		fe.Add("created", "is required (unix seconds)")
-	}
-	if len(ev.Data.Object) == 0 || ev.Data.Object[0] != '{' {
-		fe.Add("data.object", "is required (an object)")
-	}
-	return ev, fe.Err()
+	return parse(body)
 }
 
 // BillingRecord is an organization's subscription as the provider last told it.
@@ -246,9 +218,31 @@ type BillingAuditEntry struct {
 // UnmatchedPayment is an event that named no known organization yet; it is applied when a
 // subscription event later ties its customer id to an organization.
 type UnmatchedPayment struct {
-	CustomerID string          `json:"customerId"`
-	Event      json.RawMessage `json:"event"`
-	ReceivedAt time.Time       `json:"receivedAt"`
+	CustomerID string `json:"customerId"`
+	// Payment is the event; nil when an entry of an earlier version could not be read (it is then
+	// dropped, unapplied, when its customer is known).
+	Payment    *PaymentEvent `json:"payment,omitempty"`
+	ReceivedAt time.Time     `json:"receivedAt"`
+}
+
+// UnmarshalJSON decodes an entry; one written by an earlier version holds the provider's event
+// body in "event" instead of "payment", read with the registered PaymentParser.
+func (u *UnmatchedPayment) UnmarshalJSON(b []byte) error {
+	type plain UnmatchedPayment
+	var p struct {
+		plain
+		Event json.RawMessage `json:"event"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*u = UnmatchedPayment(p.plain)
+	if u.Payment == nil && len(p.Event) > 0 {
+		if ev, err := parseLegacyPayment(p.Event); err == nil {
+			u.Payment = &ev
+		}
+	}
+	return nil
 }
 
 // BillingState is the billing part of the platform state.
@@ -257,9 +251,9 @@ type BillingState struct {
 	BillingAudit  map[string]*BillingAuditEntry `json:"billingAudit,omitempty"`
 	PaymentEvents map[string]*time.Time         `json:"paymentEvents,omitempty"`
 	Unmatched     map[string]*UnmatchedPayment  `json:"unmatchedPayments,omitempty"`
-	// PendingEvents are domain events written with the change that caused them, waiting to be
-	// handed to the outbound delivery (subscription.updated, ops.payment_failed).
-	PendingEvents map[string]*DomainEvent `json:"pendingEvents,omitempty"`
+	// OutboxState holds the platform's pending domain events (subscription.updated,
+	// ops.payment_failed).
+	OutboxState
 }
 
 func (b *BillingState) initBilling() {
@@ -275,9 +269,7 @@ func (b *BillingState) initBilling() {
 	if b.Unmatched == nil {
 		b.Unmatched = map[string]*UnmatchedPayment{}
 	}
-	if b.PendingEvents == nil {
-		b.PendingEvents = map[string]*DomainEvent{}
-	}
+	b.OutboxState.init()
 }
 
 // applyBilling applies the billing record kinds; handled is false for any other kind.
@@ -293,7 +285,7 @@ func (b *BillingState) applyBilling(r Record) (bool, error) {
 	case KindPaymentUnmatched:
 		return true, putValue(b.Unmatched, r)
 	case KindPendingEvent:
-		return true, putValue(b.PendingEvents, r)
+		return true, b.OutboxState.Apply(r)
 	}
 	return false, nil
 }
@@ -331,17 +323,13 @@ func ended(status string) bool {
 // applies once; subscription events older than the state they would replace are logged and
 // ignored; events naming no known organization are kept until a later subscription event
 // reveals their customer.
-func (s *PlatformState) ApplyPaymentEvent(ev PaymentEvent, raw []byte, plans PlansConfig, now time.Time) (PaymentResult, []Record, error) {
+func (s *PlatformState) ApplyPaymentEvent(ev PaymentEvent, plans PlansConfig, now time.Time) (PaymentResult, []Record, error) {
 	s.initBilling()
 	if _, seen := s.PaymentEvents[ev.ID]; seen {
 		return PaymentResult{Status: "duplicate", Message: "event already applied"}, nil, nil
 	}
 	if _, seen := s.Unmatched[ev.ID]; seen {
 		return PaymentResult{Status: "unmatched", Message: "event already received; waiting for its organization"}, nil, nil
-	}
-	var obj paymentObject
-	if err := json.Unmarshal(ev.Data.Object, &obj); err != nil {
-		return PaymentResult{}, nil, Invalid("data.object", "is not a subscription or invoice object")
 	}
 	var recs []Record
 	seenAt := now
@@ -356,43 +344,46 @@ func (s *PlatformState) ApplyPaymentEvent(ev PaymentEvent, raw []byte, plans Pla
 	default:
 		return PaymentResult{Status: "ignored", Message: "event type not handled"}, recs, nil
 	}
-	orgID := s.matchOrg(obj)
+	orgID := s.matchOrg(ev)
 	if orgID == "" {
-		cust := idOf(obj.Customer)
+		cust := ev.CustomerID
 		if cust == "" {
 			return PaymentResult{Status: "ignored", Message: "no organization matches (no metadata.organizationId, no customer)"}, recs, nil
 		}
-		u := UnmatchedPayment{CustomerID: cust, Event: json.RawMessage(slices.Clone(raw)), ReceivedAt: now}
+		u := UnmatchedPayment{CustomerID: cust, Payment: &ev, ReceivedAt: now}
 		return PaymentResult{Status: "unmatched", Message: "no organization matches yet; kept until customer " + cust + " is known"},
 			[]Record{Put(KindPaymentUnmatched, ev.ID, &u)}, nil
 	}
 	st := &paymentTx{s: s, plans: plans, now: now, billing: map[string]*BillingRecord{}, orgs: map[string]*Organization{}}
-	res := st.apply(ev, obj, orgID)
+	res := st.apply(ev, orgID)
 	recs = append(recs, st.recs...)
 	// Events that were waiting for this customer apply now, oldest first.
 	if b := st.record(orgID); b.CustomerID != "" {
-		var waiting []PaymentEvent
-		raws := map[string]bool{}
-		for id, u := range s.Unmatched {
-			if u.CustomerID != b.CustomerID || raws[id] {
-				continue
-			}
-			var w PaymentEvent
-			if json.Unmarshal(u.Event, &w) == nil {
-				waiting = append(waiting, w)
-			}
-			raws[id] = true
+		type waitingEvent struct {
+			id string
+			ev *PaymentEvent // nil: an entry of an earlier version that could not be read
 		}
-		slices.SortFunc(waiting, func(a, b PaymentEvent) int { return cmp.Compare(a.Created, b.Created) })
+		var waiting []waitingEvent
+		for id, u := range s.Unmatched {
+			if u.CustomerID == b.CustomerID {
+				waiting = append(waiting, waitingEvent{id, u.Payment})
+			}
+		}
+		created := func(w waitingEvent) time.Time {
+			if w.ev == nil {
+				return time.Time{}
+			}
+			return w.ev.Created
+		}
+		slices.SortFunc(waiting, func(a, b waitingEvent) int { return created(a).Compare(created(b)) })
 		for _, w := range waiting {
-			var wo paymentObject
 			st.recs = nil
-			if json.Unmarshal(w.Data.Object, &wo) == nil {
-				st.apply(w, wo, orgID)
+			if w.ev != nil {
+				st.apply(*w.ev, orgID)
 			}
 			at := now
 			recs = append(recs, st.recs...)
-			recs = append(recs, Del(KindPaymentUnmatched, w.ID), Put(KindPaymentEventSeen, w.ID, &at))
+			recs = append(recs, Del(KindPaymentUnmatched, w.id), Put(KindPaymentEventSeen, w.id, &at))
 		}
 	}
 	for id, b := range st.billing {
@@ -404,15 +395,13 @@ func (s *PlatformState) ApplyPaymentEvent(ev PaymentEvent, raw []byte, plans Pla
 	return res, recs, nil
 }
 
-func (s *PlatformState) matchOrg(obj paymentObject) string {
-	for _, md := range []map[string]string{obj.Metadata, obj.SubscriptionDetails.Metadata} {
-		if id := md["organizationId"]; id != "" {
-			if _, ok := s.Orgs[id]; ok {
-				return id
-			}
+func (s *PlatformState) matchOrg(ev PaymentEvent) string {
+	for _, id := range ev.OrganizationIDs {
+		if _, ok := s.Orgs[id]; ok {
+			return id
 		}
 	}
-	if cust := idOf(obj.Customer); cust != "" {
+	if cust := ev.CustomerID; cust != "" {
 		for id, b := range s.Billing {
 			if b.CustomerID == cust {
 				return id
@@ -456,7 +445,7 @@ func (t *paymentTx) org(orgID string) *Organization {
 
 func (t *paymentTx) audit(orgID string, ev PaymentEvent, action, msg string, mod func(*BillingAuditEntry)) {
 	e := BillingAuditEntry{ID: NewID("bau"), OrganizationID: orgID, EventID: ev.ID, EventType: ev.Type,
-		EventCreated: time.Unix(ev.Created, 0).UTC(), ReceivedAt: t.now, Action: action, Message: msg}
+		EventCreated: ev.Created, ReceivedAt: t.now, Action: action, Message: msg}
 	if mod != nil {
 		mod(&e)
 	}
@@ -468,10 +457,10 @@ func (t *paymentTx) emit(orgID, typ string, data any) {
 	t.recs = append(t.recs, Put(KindPendingEvent, e.ID, &e))
 }
 
-func (t *paymentTx) apply(ev PaymentEvent, obj paymentObject, orgID string) PaymentResult {
+func (t *paymentTx) apply(ev PaymentEvent, orgID string) PaymentResult {
 	b := t.record(orgID)
-	created := time.Unix(ev.Created, 0).UTC()
-	if cust := idOf(obj.Customer); cust != "" && b.CustomerID == "" {
+	created := ev.Created
+	if cust := ev.CustomerID; cust != "" && b.CustomerID == "" {
 		b.CustomerID = cust
 	}
 	b.UpdatedAt = t.now
@@ -486,15 +475,15 @@ func (t *paymentTx) apply(ev PaymentEvent, obj paymentObject, orgID string) Paym
 			return PaymentResult{Status: "ignored_older", OrganizationID: orgID, Message: "older than the current subscription state"}
 		}
 		b.SubscriptionEventAt, b.SubscriptionEventID, b.SubscriptionEventRank = created, ev.ID, rank
-		if obj.ID != "" {
-			b.SubscriptionID = obj.ID
+		if ev.ObjectID != "" {
+			b.SubscriptionID = ev.ObjectID
 		}
-		b.Status = obj.Status
+		b.Status = ev.Status
 		if ev.Type == PaySubscriptionDeleted && b.Status == "" {
 			b.Status = "canceled"
 		}
-		if obj.CurrentPeriodEnd > 0 {
-			pe := time.Unix(obj.CurrentPeriodEnd, 0).UTC()
+		if ev.CurrentPeriodEnd != nil {
+			pe := *ev.CurrentPeriodEnd
 			b.CurrentPeriodEnd = &pe
 		}
 		o := t.org(orgID)
@@ -503,10 +492,10 @@ func (t *paymentTx) apply(ev PaymentEvent, obj paymentObject, orgID string) Paym
 		if ev.Type == PaySubscriptionDeleted || ended(b.Status) {
 			planName, spec, ok = t.plans.DowngradePlan, t.plans.Plans[t.plans.DowngradePlan], true
 		} else {
-			planName, spec, ok = t.plans.Resolve(obj.planRefs())
+			planName, spec, ok = t.plans.Resolve(ev.PlanRefs)
 		}
 		if !ok {
-			t.audit(orgID, ev, "unknown_plan", fmt.Sprintf("no configured plan matches %v; entitlements unchanged", obj.planRefs()), nil)
+			t.audit(orgID, ev, "unknown_plan", fmt.Sprintf("no configured plan matches %v; entitlements unchanged", ev.PlanRefs), nil)
 			res.Message = "subscription recorded; no configured plan matches, entitlements unchanged"
 		} else {
 			b.Plan = planName
@@ -521,7 +510,7 @@ func (t *paymentTx) apply(ev PaymentEvent, obj paymentObject, orgID string) Paym
 				"currentPeriodEnd": b.CurrentPeriodEnd, "providerEventId": ev.ID, "providerEventType": ev.Type})
 		}
 	case PayInvoicePaid, PayInvoiceFailed:
-		return t.applyInvoice(ev, obj, orgID, b, created)
+		return t.applyInvoice(ev, orgID, b, created)
 	}
 	return res
 }
@@ -530,7 +519,7 @@ func (t *paymentTx) apply(ev PaymentEvent, obj paymentObject, orgID string) Paym
 // whatever order the events arrive in: a payment supersedes every failure created at or before
 // it; a failure that a known payment already superseded changes nothing but the newest failure
 // time, is logged as ignored_older and raises no operations alert.
-func (t *paymentTx) applyInvoice(ev PaymentEvent, obj paymentObject, orgID string, b *BillingRecord, created time.Time) PaymentResult {
+func (t *paymentTx) applyInvoice(ev PaymentEvent, orgID string, b *BillingRecord, created time.Time) PaymentResult {
 	b.upgradeFailures()
 	defer b.settleInvoices()
 	if created.After(b.InvoiceEventAt) {
@@ -538,11 +527,11 @@ func (t *paymentTx) applyInvoice(ev PaymentEvent, obj paymentObject, orgID strin
 	}
 	res := PaymentResult{Status: "applied", OrganizationID: orgID}
 	if ev.Type == PayInvoicePaid {
-		amt := obj.AmountPaid
-		withAmount := func(e *BillingAuditEntry) { e.Amount, e.Curr = &amt, obj.Currency }
+		amt := ev.AmountPaid
+		withAmount := func(e *BillingAuditEntry) { e.Amount, e.Curr = &amt, ev.Currency }
 		if b.LastPaymentAt != nil && created.Before(*b.LastPaymentAt) {
 			t.audit(orgID, ev, "ignored_older", fmt.Sprintf("invoice %s paid; older than the payment already applied (event %s of %s)",
-				obj.ID, b.LastPaymentEventID, b.LastPaymentAt.Format(time.RFC3339)), withAmount)
+				ev.ObjectID, b.LastPaymentEventID, b.LastPaymentAt.Format(time.RFC3339)), withAmount)
 			return PaymentResult{Status: "ignored_older", OrganizationID: orgID, Message: "older than the newest payment"}
 		}
 		b.LastPaymentAt, b.LastPaymentEventID = &created, ev.ID
@@ -553,15 +542,15 @@ func (t *paymentTx) applyInvoice(ev PaymentEvent, obj paymentObject, orgID strin
 			}
 		}
 		b.UnpaidFailures = kept
-		t.audit(orgID, ev, "payment_confirmed", "invoice "+obj.ID+" paid", withAmount)
+		t.audit(orgID, ev, "payment_confirmed", "invoice "+ev.ObjectID+" paid", withAmount)
 		return res
 	}
-	amt := obj.AmountDue
-	withAmount := func(e *BillingAuditEntry) { e.Amount, e.Curr = &amt, obj.Currency }
+	amt := ev.AmountDue
+	withAmount := func(e *BillingAuditEntry) { e.Amount, e.Curr = &amt, ev.Currency }
 	b.LastPaymentFailedAt = later(b.LastPaymentFailedAt, created)
 	if b.LastPaymentAt != nil && !created.After(*b.LastPaymentAt) {
 		t.audit(orgID, ev, "ignored_older", fmt.Sprintf("invoice %s payment failed; superseded by the payment already applied (event %s of %s): no operations alert",
-			obj.ID, b.LastPaymentEventID, b.LastPaymentAt.Format(time.RFC3339)), withAmount)
+			ev.ObjectID, b.LastPaymentEventID, b.LastPaymentAt.Format(time.RFC3339)), withAmount)
 		return PaymentResult{Status: "ignored_older", OrganizationID: orgID, Message: "superseded by a newer payment; no operations alert"}
 	}
 	i, _ := slices.BinarySearchFunc(b.UnpaidFailures, created, func(a, b time.Time) int { return a.Compare(b) })
@@ -570,11 +559,11 @@ func (t *paymentTx) applyInvoice(ev PaymentEvent, obj paymentObject, orgID strin
 		b.UnpaidFailures = b.UnpaidFailures[n-MaxUnpaidFailures:]
 	}
 	failed := len(b.UnpaidFailures)
-	msg := fmt.Sprintf("Payment failed for organization %s: invoice %s, %d %s due", orgID, obj.ID, amt, strings.ToUpper(obj.Currency))
-	t.audit(orgID, ev, "payment_failed", "invoice "+obj.ID+" payment failed", withAmount)
+	msg := fmt.Sprintf("Payment failed for organization %s: invoice %s, %d %s due", orgID, ev.ObjectID, amt, strings.ToUpper(ev.Currency))
+	t.audit(orgID, ev, "payment_failed", "invoice "+ev.ObjectID+" payment failed", withAmount)
 	t.audit(orgID, ev, "ops_alert", msg, nil)
-	t.emit(PlatformOwner, OpsPaymentFailed, map[string]any{"organizationId": orgID, "invoiceId": obj.ID,
-		"amountDue": amt, "currency": obj.Currency, "failedPayments": failed, "text": msg})
+	t.emit(PlatformOwner, OpsPaymentFailed, map[string]any{"organizationId": orgID, "invoiceId": ev.ObjectID,
+		"amountDue": amt, "currency": ev.Currency, "failedPayments": failed, "text": msg})
 	res.OpsAlert = msg
 	return res
 }
@@ -614,28 +603,6 @@ func later(cur *time.Time, t time.Time) *time.Time {
 	return cur
 }
 
-// planRefs lists what may name the plan: metadata.plan, then each item's price lookup key, price
-// id, product and plan id, then the legacy plan id.
-func (o paymentObject) planRefs() []string {
-	var refs []string
-	if p := o.Metadata["plan"]; p != "" {
-		refs = append(refs, p)
-	}
-	for _, it := range o.Items.Data {
-		refs = append(refs, it.Price.LookupKey, it.Price.ID, it.Price.Product, it.Plan.ID, it.Plan.Product)
-	}
-	if o.Plan != nil {
-		refs = append(refs, o.Plan.ID)
-	}
-	out := refs[:0]
-	for _, r := range refs {
-		if r != "" {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // BillingView is an organization's billing record and audit log (platform endpoint).
 type BillingView struct {
 	Organization Organization        `json:"organization"`
@@ -664,24 +631,9 @@ func (s *PlatformState) BillingOf(orgID string) (BillingView, error) {
 	return v, nil
 }
 
-// PendingEventList returns the platform's pending events, oldest first.
-func (s *PlatformState) PendingEventList() []DomainEvent {
-	s.initBilling()
-	return pendingList(s.PendingEvents)
-}
-
-func pendingList(m map[string]*DomainEvent) []DomainEvent {
-	out := make([]DomainEvent, 0, len(m))
-	for _, e := range m {
-		out = append(out, *e)
-	}
-	slices.SortFunc(out, func(a, b DomainEvent) int { return cmp.Compare(a.ID, b.ID) })
-	return out
-}
-
 // BillingService applies payment-provider events and shows billing state.
 type BillingService interface {
 	// HandlePaymentEvent applies a verified event; it returns once the effect is durable.
-	HandlePaymentEvent(ctx context.Context, ev PaymentEvent, raw []byte) (PaymentResult, error)
+	HandlePaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error)
 	GetBilling(ctx context.Context, orgID string) (BillingView, error)
 }

@@ -1,4 +1,4 @@
-package supplyplan
+package supplyplan_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,13 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/stripe"
 )
+
+// The billing rules are exercised with the provider's own event bodies, read by the provider
+// adapter (stripe.ParseEvent) as the webhook handler reads them: hence an external test package.
 
 // payEvent builds a Stripe-shaped event body.
 func payEvent(id, typ string, created int64, obj map[string]any) []byte {
@@ -24,29 +30,29 @@ func subObj(org, customer, price, status string) map[string]any {
 }
 
 func TestPaymentEventLifecycle(t *testing.T) {
-	st := NewPlatformState()
+	st := supplyplan.NewPlatformState()
 	now := time.Unix(1_700_000_000, 0).UTC()
-	org, recs, _ := st.CreateOrg(OrganizationInput{Name: strp("Acme"), Slug: strp("acme")}, now)
+	org, recs, _ := st.CreateOrg(supplyplan.OrganizationInput{Name: strp("Acme"), Slug: strp("acme")}, now)
 	for _, r := range recs {
 		if err := st.Apply(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	plans := DefaultPlans()
-	apply := func(body []byte) PaymentResult {
+	plans := supplyplan.DefaultPlans()
+	apply := func(body []byte) supplyplan.PaymentResult {
 		t.Helper()
-		ev, err := ParsePaymentEvent(body)
+		ev, err := stripe.ParseEvent(body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, recs, err := st.ApplyPaymentEvent(ev, body, plans, now)
+		res, recs, err := st.ApplyPaymentEvent(ev, plans, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range recs {
 			// Records go through JSON like the journal does.
-			b, _ := json.Marshal([]Record{r})
-			dec, err := DecodeRecords(b)
+			b, _ := json.Marshal([]supplyplan.Record{r})
+			dec, err := supplyplan.DecodeRecords(b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,43 +65,43 @@ func TestPaymentEventLifecycle(t *testing.T) {
 	ents := func() []string { return st.Orgs[org.ID].Entitlements }
 
 	// An invoice for a customer nobody knows yet waits for its organization.
-	if r := apply(payEvent("evt_inv0", PayInvoicePaid, 90, map[string]any{"id": "in_0", "customer": "cus_1", "amount_paid": 1000, "currency": "usd"})); r.Status != "unmatched" {
+	if r := apply(payEvent("evt_inv0", supplyplan.PayInvoicePaid, 90, map[string]any{"id": "in_0", "customer": "cus_1", "amount_paid": 1000, "currency": "usd"})); r.Status != "unmatched" {
 		t.Fatalf("early invoice = %+v", r)
 	}
-	if r := apply(payEvent("evt_1", PaySubscriptionCreated, 100, subObj(org.ID, "cus_1", "price_growth_monthly", "active"))); r.Status != "applied" {
+	if r := apply(payEvent("evt_1", supplyplan.PaySubscriptionCreated, 100, subObj(org.ID, "cus_1", "price_growth_monthly", "active"))); r.Status != "applied" {
 		t.Fatalf("created = %+v", r)
 	}
-	if st.Orgs[org.ID].Plan != "growth" || !slices.Contains(ents(), EntitlementForecasting) || !slices.Contains(st.Orgs[org.ID].Capabilities, "planning.transfers") {
+	if st.Orgs[org.ID].Plan != "growth" || !slices.Contains(ents(), supplyplan.EntitlementForecasting) || !slices.Contains(st.Orgs[org.ID].Capabilities, "planning.transfers") {
 		t.Fatalf("after created: %+v", st.Orgs[org.ID])
 	}
 	if b := st.Billing[org.ID]; b.CustomerID != "cus_1" || b.PaymentStatus != "paid" || len(st.Unmatched) != 0 {
 		t.Fatalf("billing = %+v, unmatched %d (the early invoice should have applied)", b, len(st.Unmatched))
 	}
-	if r := apply(payEvent("evt_1", PaySubscriptionCreated, 100, subObj(org.ID, "cus_1", "price_growth_monthly", "active"))); r.Status != "duplicate" {
+	if r := apply(payEvent("evt_1", supplyplan.PaySubscriptionCreated, 100, subObj(org.ID, "cus_1", "price_growth_monthly", "active"))); r.Status != "duplicate" {
 		t.Fatalf("replay = %+v", r)
 	}
 	// Matched by customer id alone; a plan change.
-	if r := apply(payEvent("evt_2", PaySubscriptionUpdated, 200, subObj("", "cus_1", "price_starter_monthly", "active"))); r.Status != "applied" || st.Orgs[org.ID].Plan != "starter" {
+	if r := apply(payEvent("evt_2", supplyplan.PaySubscriptionUpdated, 200, subObj("", "cus_1", "price_starter_monthly", "active"))); r.Status != "applied" || st.Orgs[org.ID].Plan != "starter" {
 		t.Fatalf("updated = %+v plan %s", r, st.Orgs[org.ID].Plan)
 	}
 	// An older update arriving late does not overwrite the newer state.
-	if r := apply(payEvent("evt_old", PaySubscriptionUpdated, 150, subObj(org.ID, "cus_1", "price_enterprise", "active"))); r.Status != "ignored_older" || st.Orgs[org.ID].Plan != "starter" {
+	if r := apply(payEvent("evt_old", supplyplan.PaySubscriptionUpdated, 150, subObj(org.ID, "cus_1", "price_enterprise", "active"))); r.Status != "ignored_older" || st.Orgs[org.ID].Plan != "starter" {
 		t.Fatalf("older = %+v plan %s", r, st.Orgs[org.ID].Plan)
 	}
-	if r := apply(payEvent("evt_f", PayInvoiceFailed, 210, map[string]any{"id": "in_1", "customer": "cus_1", "amount_due": 4900, "currency": "usd"})); r.OpsAlert == "" {
+	if r := apply(payEvent("evt_f", supplyplan.PayInvoiceFailed, 210, map[string]any{"id": "in_1", "customer": "cus_1", "amount_due": 4900, "currency": "usd"})); r.OpsAlert == "" {
 		t.Fatalf("payment failed = %+v", r)
 	}
 	if b := st.Billing[org.ID]; b.PaymentStatus != "failed" || b.FailedPayments != 1 {
 		t.Fatalf("after failure: %+v", b)
 	}
-	if r := apply(payEvent("evt_del", PaySubscriptionDeleted, 300, subObj(org.ID, "cus_1", "price_starter_monthly", "canceled"))); r.Status != "applied" {
+	if r := apply(payEvent("evt_del", supplyplan.PaySubscriptionDeleted, 300, subObj(org.ID, "cus_1", "price_starter_monthly", "canceled"))); r.Status != "applied" {
 		t.Fatalf("deleted = %+v", r)
 	}
-	if st.Orgs[org.ID].Plan != "free" || slices.Contains(ents(), EntitlementForecasting) {
+	if st.Orgs[org.ID].Plan != "free" || slices.Contains(ents(), supplyplan.EntitlementForecasting) {
 		t.Fatalf("after delete: %+v", st.Orgs[org.ID])
 	}
 	// An update older than the deletion does not resurrect the plan, nor one at the same second.
-	apply(payEvent("evt_late", PaySubscriptionUpdated, 300, subObj(org.ID, "cus_1", "price_growth_monthly", "active")))
+	apply(payEvent("evt_late", supplyplan.PaySubscriptionUpdated, 300, subObj(org.ID, "cus_1", "price_growth_monthly", "active")))
 	if st.Orgs[org.ID].Plan != "free" {
 		t.Fatalf("late update resurrected the plan: %s", st.Orgs[org.ID].Plan)
 	}
@@ -119,45 +125,45 @@ func TestPaymentEventLifecycle(t *testing.T) {
 func strp(s string) *string { return &s }
 
 func TestPlansConfig(t *testing.T) {
-	p := DefaultPlans()
+	p := supplyplan.DefaultPlans()
 	if name, _, ok := p.Resolve([]string{"nope", "prod_growth"}); !ok || name != "growth" {
 		t.Fatalf("resolve = %s %v", name, ok)
 	}
 	if name, _, ok := p.Resolve([]string{"enterprise"}); !ok || name != "enterprise" {
 		t.Fatalf("resolve by name = %s %v", name, ok)
 	}
-	if _, err := ParsePlans([]byte(`{"downgradePlan":"x","plans":{}}`)); err == nil {
+	if _, err := supplyplan.ParsePlans([]byte(`{"downgradePlan":"x","plans":{}}`)); err == nil {
 		t.Fatal("a downgrade plan that does not exist was accepted")
 	}
-	if _, err := ParsePlans([]byte(`{"downgradePlan":"f","plans":{"f":{"entitlements":[],"capabilities":[]}},"extra":1}`)); err == nil {
+	if _, err := supplyplan.ParsePlans([]byte(`{"downgradePlan":"f","plans":{"f":{"entitlements":[],"capabilities":[]}},"extra":1}`)); err == nil {
 		t.Fatal("unknown field accepted")
 	}
 }
 
 // billingFixture is a platform state with one organization whose subscription ties customer
 // cus_1 to it; apply runs an event through the journal encoding like the actor does.
-func billingFixture(t *testing.T) (*PlatformState, string, func(body []byte) (PaymentResult, []Record)) {
+func billingFixture(t *testing.T) (*supplyplan.PlatformState, string, func(body []byte) (supplyplan.PaymentResult, []supplyplan.Record)) {
 	t.Helper()
-	st := NewPlatformState()
+	st := supplyplan.NewPlatformState()
 	now := time.Unix(1_700_000_000, 0).UTC()
-	org, recs, _ := st.CreateOrg(OrganizationInput{Name: strp("Acme"), Slug: strp("acme")}, now)
+	org, recs, _ := st.CreateOrg(supplyplan.OrganizationInput{Name: strp("Acme"), Slug: strp("acme")}, now)
 	for _, r := range recs {
 		if err := st.Apply(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	apply := func(body []byte) (PaymentResult, []Record) {
+	apply := func(body []byte) (supplyplan.PaymentResult, []supplyplan.Record) {
 		t.Helper()
-		ev, err := ParsePaymentEvent(body)
+		ev, err := stripe.ParseEvent(body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, recs, err := st.ApplyPaymentEvent(ev, body, DefaultPlans(), now)
+		res, recs, err := st.ApplyPaymentEvent(ev, supplyplan.DefaultPlans(), now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(recs)
-		dec, err := DecodeRecords(b)
+		dec, err := supplyplan.DecodeRecords(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +174,7 @@ func billingFixture(t *testing.T) (*PlatformState, string, func(body []byte) (Pa
 		}
 		return res, recs
 	}
-	apply(payEvent("evt_sub", PaySubscriptionCreated, 1000, subObj(org.ID, "cus_1", "price_growth_monthly", "active")))
+	apply(payEvent("evt_sub", supplyplan.PaySubscriptionCreated, 1000, subObj(org.ID, "cus_1", "price_growth_monthly", "active")))
 	return st, org.ID, apply
 }
 
@@ -176,10 +182,10 @@ func invoiceEvent(id, typ string, created int64, invoice string) []byte {
 	return payEvent(id, typ, created, map[string]any{"id": invoice, "customer": "cus_1", "amount_paid": 4900, "amount_due": 4900, "currency": "usd"})
 }
 
-func opsAlerts(recs []Record) int {
+func opsAlerts(recs []supplyplan.Record) int {
 	n := 0
 	for _, r := range recs {
-		if r.Kind == KindPendingEvent && !r.Del && r.Value.(*DomainEvent).Type == OpsPaymentFailed {
+		if r.Kind == supplyplan.KindPendingEvent && !r.Del && r.Value.(*supplyplan.DomainEvent).Type == supplyplan.OpsPaymentFailed {
 			n++
 		}
 	}
@@ -187,7 +193,7 @@ func opsAlerts(recs []Record) int {
 }
 
 // invoiceState is the part of a billing record invoice events decide.
-func invoiceState(b *BillingRecord) string {
+func invoiceState(b *supplyplan.BillingRecord) string {
 	j, _ := json.Marshal(struct {
 		Status, PaidEvent string
 		Failed            int
@@ -204,8 +210,8 @@ func invoiceState(b *BillingRecord) string {
 // when it arrives and the payment then clears it. Both orders end in the same record.
 func TestInvoiceEventsOrderIndependent(t *testing.T) {
 	const now = 2000
-	paid := invoiceEvent("evt_paid", PayInvoicePaid, now-5, "in_1")
-	failed := invoiceEvent("evt_failed", PayInvoiceFailed, now-30, "in_1")
+	paid := invoiceEvent("evt_paid", supplyplan.PayInvoicePaid, now-5, "in_1")
+	failed := invoiceEvent("evt_failed", supplyplan.PayInvoiceFailed, now-30, "in_1")
 
 	st, org, apply := billingFixture(t)
 	apply(paid)
@@ -226,7 +232,7 @@ func TestInvoiceEventsOrderIndependent(t *testing.T) {
 		t.Fatalf("audit = %v", actions)
 	}
 	for _, e := range st.PendingEventList() {
-		if e.Type == OpsPaymentFailed {
+		if e.Type == supplyplan.OpsPaymentFailed {
 			t.Fatalf("ops alert pending for a superseded failure: %+v", e)
 		}
 	}
@@ -269,9 +275,9 @@ func TestInvoiceEventsEveryOrder(t *testing.T) {
 		perms++
 		st, org, apply := billingFixture(t)
 		for i, e := range events {
-			typ := PayInvoiceFailed
+			typ := supplyplan.PayInvoiceFailed
 			if e.paid {
-				typ = PayInvoicePaid
+				typ = supplyplan.PayInvoicePaid
 			}
 			res, recs := apply(invoiceEvent("evt_"+e.id, typ, e.created, "in_"+e.id))
 			if e.paid {
@@ -311,19 +317,54 @@ func TestInvoiceRecordFromAnOlderVersion(t *testing.T) {
 	old := *st.Billing[org]
 	failedAt := time.Unix(1500, 0).UTC()
 	old.FailedPayments, old.PaymentStatus, old.LastPaymentFailedAt, old.InvoiceEventAt = 2, "failed", &failedAt, failedAt
-	if err := st.Apply(Put(KindBilling, org, &old)); err != nil {
+	if err := st.Apply(supplyplan.Put(supplyplan.KindBilling, org, &old)); err != nil {
 		t.Fatal(err)
 	}
-	apply(invoiceEvent("evt_f", PayInvoiceFailed, 1600, "in_2"))
+	apply(invoiceEvent("evt_f", supplyplan.PayInvoiceFailed, 1600, "in_2"))
 	if b := st.Billing[org]; b.FailedPayments != 3 || b.PaymentStatus != "failed" {
 		t.Fatalf("after one more failure: %+v", b)
 	}
-	apply(invoiceEvent("evt_p", PayInvoicePaid, 1550, "in_1"))
+	apply(invoiceEvent("evt_p", supplyplan.PayInvoicePaid, 1550, "in_1"))
 	if b := st.Billing[org]; b.FailedPayments != 1 || b.PaymentStatus != "failed" {
 		t.Fatalf("after a payment between the failures: %+v", b)
 	}
-	apply(invoiceEvent("evt_p2", PayInvoicePaid, 1700, "in_2"))
+	apply(invoiceEvent("evt_p2", supplyplan.PayInvoicePaid, 1700, "in_2"))
 	if b := st.Billing[org]; b.FailedPayments != 0 || b.PaymentStatus != "paid" {
 		t.Fatalf("after the newest payment: %+v", b)
+	}
+}
+
+// TestUnmatchedPaymentOfAnEarlierVersion: an earlier version journaled an unmatched payment as the
+// provider's event body ("event"); it still decodes (through the registered provider parser) and
+// applies with the next event of an organization whose customer it names.
+func TestUnmatchedPaymentOfAnEarlierVersion(t *testing.T) {
+	st, org, apply := billingFixture(t)
+	body := payEvent("evt_early", supplyplan.PayInvoiceFailed, 900, map[string]any{"id": "in_9", "customer": "cus_1", "amount_due": 1200, "currency": "usd"})
+	old := `[{"k":"paymentunmatched","i":"evt_early","v":{"customerId":"cus_1","event":` + string(body) + `,"receivedAt":"2023-11-14T22:13:20Z"}}]`
+	recs, err := supplyplan.DecodeRecords([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := recs[0].Value.(*supplyplan.UnmatchedPayment)
+	if u.Payment == nil || u.Payment.ID != "evt_early" || u.Payment.CustomerID != "cus_1" || u.Payment.AmountDue != 1200 ||
+		u.Payment.Created.Unix() != 900 {
+		t.Fatalf("legacy entry decoded as %+v (payment %+v)", u, u.Payment)
+	}
+	if err := st.Apply(recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	// The next event of the organization's customer applies the waiting failure.
+	res, out := apply(payEvent("evt_sub2", supplyplan.PaySubscriptionUpdated, 1100, subObj(org, "cus_1", "price_growth_monthly", "active")))
+	if res.Status != "applied" {
+		t.Fatalf("subscription update = %+v", res)
+	}
+	if len(st.Unmatched) != 0 {
+		t.Fatalf("unmatched = %v, want the legacy entry applied", st.Unmatched)
+	}
+	if _, seen := st.PaymentEvents["evt_early"]; !seen {
+		t.Fatal("the legacy event id is not remembered as applied")
+	}
+	if opsAlerts(out) != 1 {
+		t.Fatalf("%d ops alerts, want the legacy failure's", opsAlerts(out))
 	}
 }

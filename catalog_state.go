@@ -4,17 +4,138 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"time"
 )
+
+// Record kinds of the catalog.
+const (
+	KindProduct       = "product"
+	KindLocation      = "location"
+	KindInventory     = "inventory"
+	KindSupplier      = "supplier"
+	KindPurchaseOrder = "po"
+	KindOrder         = "order"
+)
+
+func init() {
+	RegisterKind(KindProduct, func() any { return new(Product) })
+	RegisterKind(KindLocation, func() any { return new(Location) })
+	RegisterKind(KindInventory, func() any { return new(InventoryLevel) })
+	RegisterKind(KindSupplier, func() any { return new(Supplier) })
+	RegisterKind(KindPurchaseOrder, func() any { return new(PurchaseOrder) })
+	RegisterKind(KindOrder, func() any { return new(Order) })
+}
+
+// InventoryKey is the key of a product's level at a location.
+func InventoryKey(productID, locationID string) string { return productID + "\x00" + locationID }
+
+// CatalogState is the tenant's catalog and stock: products, locations, stock levels, suppliers,
+// purchase orders and orders (sub-state of TenantState). Its stock reads are in catalog_stock.go,
+// its bulk imports in import_apply.go.
+type CatalogState struct {
+	Products       map[string]*Product        `json:"products"`
+	Locations      map[string]*Location       `json:"locations"`
+	Inventory      map[string]*InventoryLevel `json:"inventory"`
+	Suppliers      map[string]*Supplier       `json:"suppliers"`
+	PurchaseOrders map[string]*PurchaseOrder  `json:"purchaseOrders"`
+	Orders         map[string]*Order          `json:"orders"`
+
+	skuIndex map[string]string // product sku -> product id (derived, rebuilt on load)
+	// quarantined are the stored numbers left out since takeQuarantined last ran (quarantine.go).
+	quarantined []QuarantinedValue
+}
+
+// init makes every map non-nil and rebuilds the sku index.
+func (s *CatalogState) init() {
+	initMap(&s.Products)
+	initMap(&s.Locations)
+	initMap(&s.Inventory)
+	initMap(&s.Suppliers)
+	initMap(&s.PurchaseOrders)
+	initMap(&s.Orders)
+	s.skuIndex = make(map[string]string, len(s.Products))
+	for id, p := range s.Products {
+		s.skuIndex[p.SKU] = id
+	}
+}
+
+// initMap makes *m non-nil.
+func initMap[T any](m *map[string]*T) {
+	if *m == nil {
+		*m = map[string]*T{}
+	}
+}
+
+// Apply stores one catalog record, after quarantining the numbers out of bounds in its value.
+func (s *CatalogState) Apply(r Record) error {
+	if !r.Del && r.Value != nil {
+		quarantine(r.Kind, r.ID, r.Value, &s.quarantined)
+	}
+	switch r.Kind {
+	case KindProduct:
+		old, existed := s.Products[r.ID]
+		if err := putValue(s.Products, r); err != nil {
+			return err
+		}
+		if existed && s.skuIndex[old.SKU] == r.ID {
+			delete(s.skuIndex, old.SKU)
+		}
+		if p, ok := s.Products[r.ID]; ok {
+			s.skuIndex[p.SKU] = r.ID
+		}
+		return nil
+	case KindLocation:
+		return putValue(s.Locations, r)
+	case KindInventory:
+		return putValue(s.Inventory, r)
+	case KindSupplier:
+		return putValue(s.Suppliers, r)
+	case KindPurchaseOrder:
+		return putValue(s.PurchaseOrders, r)
+	case KindOrder:
+		return putValue(s.Orders, r)
+	}
+	return unknownKind("catalog state", r)
+}
+
+// quarantineAll cleans every record of a decoded snapshot.
+func (s *CatalogState) quarantineAll() {
+	for id, v := range s.Products {
+		quarantine(KindProduct, id, v, &s.quarantined)
+	}
+	for id, v := range s.Inventory {
+		quarantine(KindInventory, id, v, &s.quarantined)
+	}
+	for id, v := range s.PurchaseOrders {
+		quarantine(KindPurchaseOrder, id, v, &s.quarantined)
+	}
+	for id, v := range s.Orders {
+		quarantine(KindOrder, id, v, &s.quarantined)
+	}
+}
+
+// takeQuarantined returns the values quarantined since the last call, and forgets them.
+func (s *CatalogState) takeQuarantined() []QuarantinedValue {
+	q := s.quarantined
+	s.quarantined = nil
+	return q
+}
+
+// ProductBySKU finds a product by id, or else by sku.
+func (s *CatalogState) ProductBySKU(ref string) (*Product, bool) {
+	if p, ok := s.Products[ref]; ok {
+		return p, true
+	}
+	if id, ok := s.skuIndex[ref]; ok {
+		return s.Products[id], true
+	}
+	return nil, false
+}
 
 // Page limits of the read APIs (the spec's list limits).
 const (
 	DefaultPageLimit = 50
 	MaxPageLimit     = 100
 )
-
-// ATPHorizon is how far ahead open purchase orders count toward available-to-promise.
-const ATPHorizon = 14 * 24 * time.Hour
 
 func page[T any](all []T, limit, offset int) Page[T] {
 	if limit <= 0 {
@@ -29,7 +150,7 @@ func page[T any](all []T, limit, offset int) Page[T] {
 }
 
 // ListProducts returns products by id, filtered.
-func (s *TenantState) ListProducts(f ProductFilter) Page[Product] {
+func (s *CatalogState) ListProducts(f ProductFilter) Page[Product] {
 	q := strings.ToLower(f.Query)
 	out := make([]Product, 0, len(s.Products))
 	for _, p := range s.Products {
@@ -47,7 +168,7 @@ func (s *TenantState) ListProducts(f ProductFilter) Page[Product] {
 }
 
 // GetProduct returns a product by id or sku.
-func (s *TenantState) GetProduct(ref string) (Product, error) {
+func (s *CatalogState) GetProduct(ref string) (Product, error) {
 	p, ok := s.ProductBySKU(ref)
 	if !ok {
 		return Product{}, NotFound("Product")
@@ -56,7 +177,7 @@ func (s *TenantState) GetProduct(ref string) (Product, error) {
 }
 
 // ListLocations returns locations by id.
-func (s *TenantState) ListLocations(f LocationFilter) Page[Location] {
+func (s *CatalogState) ListLocations(f LocationFilter) Page[Location] {
 	q := strings.ToLower(f.Query)
 	out := make([]Location, 0, len(s.Locations))
 	for _, l := range s.Locations {
@@ -70,7 +191,7 @@ func (s *TenantState) ListLocations(f LocationFilter) Page[Location] {
 }
 
 // ListInventory returns levels by product then location.
-func (s *TenantState) ListInventory(f InventoryFilter) Page[InventoryLevel] {
+func (s *CatalogState) ListInventory(f InventoryFilter) Page[InventoryLevel] {
 	sku := f.SKU
 	if p, ok := s.ProductBySKU(sku); ok {
 		sku = p.ID
@@ -94,81 +215,11 @@ func (s *TenantState) ListInventory(f InventoryFilter) Page[InventoryLevel] {
 	return page(out, f.Limit, f.Offset)
 }
 
-// Inbound returns, per location, the open purchase-order quantity of a product, and the part due
-// before the ATP horizon.
-func (s *TenantState) Inbound(productID string, now time.Time) (total, due map[string]float64) {
-	total, due = map[string]float64{}, map[string]float64{}
-	for _, po := range s.PurchaseOrders {
-		if !po.Open() {
-			continue
-		}
-		for _, l := range po.Lines {
-			if l.SKU != productID {
-				continue
-			}
-			total[po.DestinationLocationID] += l.Quantity
-			if po.ExpectedAt != nil && !po.ExpectedAt.After(now.Add(ATPHorizon)) {
-				due[po.DestinationLocationID] += l.Quantity
-			}
-		}
-	}
-	return total, due
-}
-
-// Availability returns the stock picture of a product at the given locations (every location that
-// holds or expects it when none are given).
-func (s *TenantState) Availability(ref string, locationIDs []string, now time.Time) ([]Availability, error) {
-	p, ok := s.ProductBySKU(ref)
-	if !ok {
-		return nil, NotFound("Product")
-	}
-	inbound, due := s.Inbound(p.ID, now)
-	locs := slices.Clone(locationIDs)
-	if len(locs) == 0 {
-		seen := map[string]bool{}
-		for _, l := range s.Inventory {
-			if l.SKU == p.ID {
-				seen[l.LocationID] = true
-			}
-		}
-		for loc := range inbound {
-			seen[loc] = true
-		}
-		for loc := range seen {
-			locs = append(locs, loc)
-		}
-	}
-	slices.Sort(locs)
-	out := make([]Availability, 0, len(locs))
-	for _, loc := range locs {
-		if _, ok := s.Locations[loc]; !ok {
-			return nil, NotFound("Location")
-		}
-		a := Availability{SKU: p.ID, LocationID: loc, Inbound: inbound[loc]}
-		if l, ok := s.Inventory[InventoryKey(p.ID, loc)]; ok {
-			a.OnHand, a.Reserved, a.ReorderPoint = l.QuantityOnHand, l.QuantityReserved, l.ReorderPoint
-		}
-		a.Available = a.OnHand - a.Reserved
-		a.ATP = a.Available + due[loc]
-		out = append(out, a)
-	}
-	return out, nil
-}
-
 // GetOrder returns an order by its external id.
-func (s *TenantState) GetOrder(id string) (Order, error) {
+func (s *CatalogState) GetOrder(id string) (Order, error) {
 	o, ok := s.Orders[id]
 	if !ok {
 		return Order{}, NotFound("Order")
 	}
 	return *o, nil
-}
-
-// GetImportJob returns a job.
-func (s *TenantState) GetImportJob(id string) (ImportJob, error) {
-	j, ok := s.ImportJobs[id]
-	if !ok {
-		return ImportJob{}, NotFound("Import job")
-	}
-	return *j, nil
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // eventIndex files a tenant's events by scope, so that the events of one series are found in
-// proportion to their number, not to the tenant's. It is derived from TenantState.Events: kept up
+// proportion to their number, not to the tenant's. It is derived from ForecastingState.Events: kept up
 // to date by Apply and rebuilt on load.
 type eventIndex struct {
 	orgWide    map[string]*ExternalEvent
@@ -72,7 +72,7 @@ func (ix *eventIndex) remove(e *ExternalEvent) {
 // (location): events scoped to one product (location) are then left out. The cost is
 // proportional to the events returned. The events are shared values, never mutated: callers
 // must not change them.
-func (s *TenantState) EventsFor(product, location string, dst []*ExternalEvent) []*ExternalEvent {
+func (s *ForecastingState) EventsFor(product, location string, dst []*ExternalEvent) []*ExternalEvent {
 	ix := &s.events
 	for _, e := range ix.orgWide {
 		dst = append(dst, e)
@@ -97,7 +97,7 @@ func (s *TenantState) EventsFor(product, location string, dst []*ExternalEvent) 
 
 // HasEventsFor reports whether any of the tenant's events applies to the product at the location
 // (same scopes as EventsFor).
-func (s *TenantState) HasEventsFor(product, location string) bool {
+func (s *ForecastingState) HasEventsFor(product, location string) bool {
 	ix := &s.events
 	return len(ix.orgWide) > 0 || len(ix.byProduct[product]) > 0 || len(ix.byLocation[location]) > 0 ||
 		len(ix.bySeries[[2]string{product, location}]) > 0

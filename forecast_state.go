@@ -14,7 +14,7 @@ const (
 )
 
 // AddForecastVersion returns the records storing v and dropping the oldest versions beyond the cap.
-func (s *TenantState) AddForecastVersion(v ForecastVersion) []Record {
+func (s *ForecastingState) AddForecastVersion(v ForecastVersion) []Record {
 	recs := []Record{Put(KindForecastVersion, v.ID, &v)}
 	if len(s.ForecastVersions)+1 > MaxForecastVersions {
 		ids := make([]string, 0, len(s.ForecastVersions))
@@ -30,7 +30,7 @@ func (s *TenantState) AddForecastVersion(v ForecastVersion) []Record {
 }
 
 // LatestVersion returns the newest version of a scenario, if any.
-func (s *TenantState) LatestVersion(scenarioID string) (*ForecastVersion, bool) {
+func (s *ForecastingState) LatestVersion(scenarioID string) (*ForecastVersion, bool) {
 	var best *ForecastVersion
 	for _, v := range s.ForecastVersions {
 		if v.ScenarioID == scenarioID && (best == nil || v.ID > best.ID) {
@@ -41,7 +41,7 @@ func (s *TenantState) LatestVersion(scenarioID string) (*ForecastVersion, bool) 
 }
 
 // Versions returns every stored version, oldest first.
-func (s *TenantState) Versions() []ForecastVersion {
+func (s *ForecastingState) Versions() []ForecastVersion {
 	out := make([]ForecastVersion, 0, len(s.ForecastVersions))
 	for _, v := range s.ForecastVersions {
 		out = append(out, *v)
@@ -52,7 +52,7 @@ func (s *TenantState) Versions() []ForecastVersion {
 
 // AddChange returns the records storing e and dropping the oldest entries beyond the cap. It
 // costs the same however many entries there are (the ids are kept in order).
-func (s *TenantState) AddChange(e ChangeEntry) []Record {
+func (s *ForecastingState) AddChange(e ChangeEntry) []Record {
 	recs := []Record{Put(KindForecastChange, e.ID, &e)}
 	if over := len(s.Changes) + 1 - MaxChangeEntries; over > 0 {
 		for _, id := range s.changeOrder[:min(over, len(s.changeOrder))] {
@@ -63,7 +63,7 @@ func (s *TenantState) AddChange(e ChangeEntry) []Record {
 }
 
 // orderChange keeps changeOrder (the entry ids, oldest first) in step with Changes.
-func (s *TenantState) orderChange(id string, existed, del bool) {
+func (s *ForecastingState) orderChange(id string, existed, del bool) {
 	switch {
 	case del && existed:
 		if len(s.changeOrder) > 0 && s.changeOrder[0] == id { // the usual case: the cap drops the oldest
@@ -84,7 +84,7 @@ func (s *TenantState) orderChange(id string, existed, del bool) {
 }
 
 // ListChanges filters the change history, newest first, and pages it (page from 1).
-func (s *TenantState) ListChanges(f ChangeFilter) ([]ChangeEntry, int) {
+func (s *ForecastingState) ListChanges(f ChangeFilter) ([]ChangeEntry, int) {
 	out := make([]ChangeEntry, 0)
 	for _, e := range s.Changes {
 		if (f.ScenarioID != "" && e.ScenarioID != f.ScenarioID) || (f.ProductMasterID != "" && e.ProductMasterID != f.ProductMasterID) ||
@@ -145,7 +145,7 @@ const ChangeHorizonWeeks = DefaultHorizonWeeks
 // entry is complete at once when neither version of the event overlaps its forecast weeks
 // (OUTSIDE_HORIZON, delta 0); otherwise it is PENDING and keeps both versions until its figures
 // are computed and written as an update of the same entry.
-func (s *TenantState) EventChange(typ, actor string, old, new *ExternalEvent, now time.Time) []Record {
+func (s *ForecastingState) EventChange(typ, actor string, old, new *ExternalEvent, now time.Time) []Record {
 	ref := new
 	if ref == nil {
 		ref = old
@@ -180,7 +180,7 @@ func bareEvent(e *ExternalEvent) *ExternalEvent {
 
 // PendingChanges returns up to limit event entries whose figures are still to be computed, oldest
 // first.
-func (s *TenantState) PendingChanges(limit int) []ChangeEntry {
+func (s *ForecastingState) PendingChanges(limit int) []ChangeEntry {
 	var out []ChangeEntry
 	for _, id := range s.changeOrder {
 		if e := s.Changes[id]; e != nil && e.EffectStatus == EffectPending {
@@ -195,7 +195,7 @@ func (s *TenantState) PendingChanges(limit int) []ChangeEntry {
 
 // CompleteChange returns the record writing the computed figures of a pending entry over it
 // (nothing when the entry has gone, beyond the cap, or is no longer pending).
-func (s *TenantState) CompleteChange(e ChangeEntry) []Record {
+func (s *ForecastingState) CompleteChange(e ChangeEntry) []Record {
 	cur, ok := s.Changes[e.ID]
 	if !ok || cur.EffectStatus != EffectPending || e.EffectStatus == EffectPending {
 		return nil

@@ -97,7 +97,8 @@ type ImportResult struct {
 
 // overlay tracks entities created or changed earlier in the same chunk, before their records apply.
 type overlay struct {
-	s         *TenantState
+	s         *CatalogState
+	orgID     string // locations created by an inventory row are coded <orgId>-<id>
 	products  map[string]*Product
 	skus      map[string]string
 	locations map[string]*Location
@@ -135,7 +136,12 @@ func (o *overlay) supplier(id string) bool {
 // ones. Imports are upserts keyed by the caller's ids, so applying a chunk twice (a job resumed
 // after a crash) leaves the same state as applying it once.
 func (s *TenantState) ApplyImport(d DecodedRows, now time.Time) ImportResult {
-	o := &overlay{s: s, products: map[string]*Product{}, skus: map[string]string{}, locations: map[string]*Location{},
+	return s.CatalogState.applyImport(s.OrgID, d, now)
+}
+
+// applyImport is ApplyImport: every import writes to the catalog.
+func (s *CatalogState) applyImport(orgID string, d DecodedRows, now time.Time) ImportResult {
+	o := &overlay{s: s, orgID: orgID, products: map[string]*Product{}, skus: map[string]string{}, locations: map[string]*Location{},
 		levels: map[string]*InventoryLevel{}, suppliers: map[string]*Supplier{}}
 	res := ImportResult{Errors: slices.Clone(d.Errors)}
 	reject := func(e *RowError) { res.Errors = append(res.Errors, *e) }
@@ -186,7 +192,7 @@ func (s *TenantState) ApplyImport(d DecodedRows, now time.Time) ImportResult {
 	return res
 }
 
-func (s *TenantState) applyCatalogRow(o *overlay, i int, row CatalogRow, now time.Time, res *ImportResult) *RowError {
+func (s *CatalogState) applyCatalogRow(o *overlay, i int, row CatalogRow, now time.Time, res *ImportResult) *RowError {
 	if e := firstErr(required(i, "externalId", row.ExternalID), nonNegative(i, "unitCost", row.UnitCost),
 		nonNegative(i, "unitPrice", row.UnitPrice)); e != nil {
 		return e
@@ -239,7 +245,7 @@ func (s *TenantState) applyCatalogRow(o *overlay, i int, row CatalogRow, now tim
 	return nil
 }
 
-func (s *TenantState) applyInventoryRow(o *overlay, i int, row InventoryRow, now time.Time, res *ImportResult) *RowError {
+func (s *CatalogState) applyInventoryRow(o *overlay, i int, row InventoryRow, now time.Time, res *ImportResult) *RowError {
 	if e := firstErr(required(i, "skuId", row.SKU), required(i, "locationId", row.LocationID),
 		nonNegative(i, "quantityOnHand", row.QuantityOnHand), nonNegative(i, "quantityReserved", row.QuantityReserved),
 		nonNegative(i, "reorderPoint", row.ReorderPoint)); e != nil {
@@ -264,7 +270,7 @@ func (s *TenantState) applyInventoryRow(o *overlay, i int, row InventoryRow, now
 	locID := val(row.LocationID)
 	loc, exists := o.location(locID)
 	if !exists || (row.LocationName != nil && val(row.LocationName) != "" && val(row.LocationName) != loc.Name) {
-		nl := Location{ID: locID, Name: locID, Code: s.OrgID + "-" + locID, CreatedAt: now}
+		nl := Location{ID: locID, Name: locID, Code: o.orgID + "-" + locID, CreatedAt: now}
 		if exists {
 			nl = *loc
 		}
@@ -341,7 +347,7 @@ func sumBins(b map[string]float64) float64 {
 	return t
 }
 
-func (s *TenantState) applySupplierRow(o *overlay, i int, row SupplierRow, now time.Time, res *ImportResult) *RowError {
+func (s *CatalogState) applySupplierRow(o *overlay, i int, row SupplierRow, now time.Time, res *ImportResult) *RowError {
 	if e := required(i, "externalId", row.ExternalID); e != nil {
 		return e
 	}
@@ -374,7 +380,7 @@ func (s *TenantState) applySupplierRow(o *overlay, i int, row SupplierRow, now t
 	return nil
 }
 
-func (s *TenantState) applyPORow(o *overlay, i int, row PurchaseOrderRow, now time.Time, res *ImportResult) *RowError {
+func (s *CatalogState) applyPORow(o *overlay, i int, row PurchaseOrderRow, now time.Time, res *ImportResult) *RowError {
 	if e := firstErr(required(i, "externalPoNumber", row.ExternalPoNumber), required(i, "supplierId", row.SupplierID),
 		required(i, "destinationLocationId", row.DestinationLocationID)); e != nil {
 		return e
@@ -449,7 +455,7 @@ func rowLines(i int, missing bool, n int) *RowError {
 // OrderStatuses are the accepted order statuses.
 var OrderStatuses = []string{"PENDING", "OPEN", "ALLOCATED", "PICKED", "SHIPPED", "DELIVERED", "CANCELLED", "RETURNED"}
 
-func (s *TenantState) applyOrderRow(o *overlay, i int, row OrderRow, now time.Time, res *ImportResult) *RowError {
+func (s *CatalogState) applyOrderRow(o *overlay, i int, row OrderRow, now time.Time, res *ImportResult) *RowError {
 	if e := required(i, "externalOrderId", row.ExternalOrderID); e != nil {
 		return e
 	}
@@ -491,7 +497,7 @@ func (s *TenantState) applyOrderRow(o *overlay, i int, row OrderRow, now time.Ti
 	return nil
 }
 
-func (s *TenantState) resolveDemandRow(o *overlay, i int, row DemandHistoryRow) (DemandRow, *RowError) {
+func (s *CatalogState) resolveDemandRow(o *overlay, i int, row DemandHistoryRow) (DemandRow, *RowError) {
 	if e := firstErr(required(i, "skuId", row.SKU), required(i, "locationId", row.LocationID), required(i, "weekStarting", row.WeekStarting),
 		nonNegative(i, "actualDemand", row.ActualDemand), nonNegative(i, "forecastedDemand", row.ForecastedDemand)); e != nil {
 		return DemandRow{}, e

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/supplyplan/supplyplan/internal/jsonscan"
 )
 
 // splitArray returns the raw elements of the top-level array under key of a JSON object, or
@@ -12,13 +14,13 @@ import (
 // scan then only needs to track strings and nesting. The last occurrence of a repeated key wins, as
 // with encoding/json. Elements alias b.
 func splitArray(b []byte, key string) (elems []json.RawMessage, isArray, found bool) {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, false, false
 	}
 	i++
 	for {
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) || b[i] == '}' {
 			return elems, isArray, found
 		}
@@ -27,7 +29,7 @@ func splitArray(b []byte, key string) (elems []json.RawMessage, isArray, found b
 			continue
 		}
 		ks := i
-		i = skipString(b, i)
+		i = jsonscan.SkipString(b, i)
 		k := b[ks+1 : i-1]
 		match := string(k) == key
 		if !match && bytes.IndexByte(k, '\\') >= 0 {
@@ -36,11 +38,11 @@ func splitArray(b []byte, key string) (elems []json.RawMessage, isArray, found b
 				match = dk == key
 			}
 		}
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		i++ // ':'
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		vs := i
-		i = skipValue(b, i)
+		i = jsonscan.SkipValue(b, i)
 		if !match {
 			continue
 		}
@@ -53,7 +55,7 @@ func splitArray(b []byte, key string) (elems []json.RawMessage, isArray, found b
 		elems = elems[:0]
 		j := vs + 1
 		for {
-			j = skipWS(b, j)
+			j = jsonscan.SkipWS(b, j)
 			if j >= i-1 || b[j] == ']' {
 				break
 			}
@@ -62,61 +64,10 @@ func splitArray(b []byte, key string) (elems []json.RawMessage, isArray, found b
 				continue
 			}
 			es := j
-			j = skipValue(b, j)
+			j = jsonscan.SkipValue(b, j)
 			elems = append(elems, json.RawMessage(b[es:j]))
 		}
 	}
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] == '"'.
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-// skipValue returns the index after the value starting at b[i].
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\r' && b[i] != '\t' {
-		i++
-	}
-	return i
 }
 
 // interner deduplicates the strings of one chunk (SKUs, locations and channels repeat a lot).
@@ -141,19 +92,19 @@ type demandSlab struct {
 // decodeDemandFast decodes a plain demand-history row (string fields without escapes, numbers,
 // booleans, nulls, unknown keys skipped) into slab and row; false means "use encoding/json".
 func decodeDemandFast(b []byte, in interner, slab *demandSlab, row *DemandHistoryRow) bool {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
 	i++
 	for {
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) {
 			return false
 		}
 		switch b[i] {
 		case '}':
-			return skipWS(b, i+1) == len(b)
+			return jsonscan.SkipWS(b, i+1) == len(b)
 		case ',':
 			i++
 			continue
@@ -162,21 +113,21 @@ func decodeDemandFast(b []byte, in interner, slab *demandSlab, row *DemandHistor
 			return false
 		}
 		ks := i + 1
-		i = skipString(b, i)
+		i = jsonscan.SkipString(b, i)
 		if i > len(b) {
 			return false
 		}
 		key := b[ks : i-1]
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) || b[i] != ':' {
 			return false
 		}
-		i = skipWS(b, i+1)
+		i = jsonscan.SkipWS(b, i+1)
 		if i >= len(b) {
 			return false
 		}
 		vs := i
-		i = skipValue(b, i)
+		i = jsonscan.SkipValue(b, i)
 		v := b[vs:i]
 		if len(v) == 4 && string(v) == "null" {
 			continue

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/supplyplan/supplyplan/internal/jsonscan"
 )
 
 // Strict JSON: encoding/json accepts, without a word, three things a client almost certainly did
@@ -251,17 +253,7 @@ type jsonScanner struct {
 	ignored  []string
 }
 
-func (sc *jsonScanner) ws(i int) int {
-	for i < len(sc.data) {
-		switch sc.data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
+func (sc *jsonScanner) ws(i int) int { return jsonscan.SkipWS(sc.data, i) }
 
 // pathString renders the current path (with extra appended), "body" at the top.
 func (sc *jsonScanner) pathString(extra []byte) string {
@@ -365,7 +357,7 @@ func (sc *jsonScanner) value(i int, s *jsonSchema, depth int) int {
 }
 
 func (sc *jsonScanner) literal(i int, lit string) int {
-	if !bytes.HasPrefix(sc.data[i:], []byte(lit)) {
+	if !jsonscan.Literal(sc.data, i, lit) {
 		sc.syntax(i, "in literal")
 		return i
 	}
@@ -373,51 +365,17 @@ func (sc *jsonScanner) literal(i int, lit string) int {
 }
 
 func (sc *jsonScanner) number(i int) int {
-	d := sc.data
-	if i < len(d) && d[i] == '-' {
-		i++
+	end, fault := jsonscan.ScanNumber(sc.data, i)
+	switch fault {
+	case jsonscan.NumberNoDigit:
+		sc.syntax(end, "in numeric literal")
+	case jsonscan.NumberNoFraction:
+		sc.syntax(end, "after decimal point in numeric literal")
+	case jsonscan.NumberNoExponent:
+		sc.syntax(end, "in exponent of numeric literal")
 	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case i < len(d) && d[i] >= '1' && d[i] <= '9':
-		for i++; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
-		}
-	default:
-		sc.syntax(i, "in numeric literal")
-		return i
-	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			sc.syntax(i, "after decimal point in numeric literal")
-			return i
-		}
-		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			sc.syntax(i, "in exponent of numeric literal")
-			return i
-		}
-		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
-		}
-	}
-	return i
+	return end
 }
-
-// plainStringByte marks bytes a string can hold as they are: printable ASCII but '"' and '\\'.
-var plainStringByte = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
 
 // str scans the string at i (sc.data[i] == '"') and returns the offset after it and whether it
 // holds escapes. isKey only shapes error messages (a problem in a key is reported at its object).
@@ -427,9 +385,7 @@ func (sc *jsonScanner) str(i int, isKey bool) (int, bool) {
 	esc := false
 	where := sc.pathString
 	for i++; ; {
-		for i < len(d) && plainStringByte[d[i]] {
-			i++
-		}
+		i = jsonscan.SkipPlain(d, i)
 		if i >= len(d) {
 			sc.syntax(i, "in string literal")
 			return i, esc
@@ -447,7 +403,7 @@ func (sc *jsonScanner) str(i int, isKey bool) (int, bool) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				r, ok := hex4(d, i+2)
+				r, ok := jsonscan.Hex4(d, i+2)
 				if !ok {
 					sc.syntax(i+2, "in \\u hexadecimal character escape")
 					return i, esc
@@ -457,7 +413,7 @@ func (sc *jsonScanner) str(i int, isKey bool) (int, bool) {
 				case r >= 0xD800 && r < 0xDC00:
 					lo, ok := rune(0), false
 					if i+1 < len(d) && d[i] == '\\' && d[i+1] == 'u' {
-						lo, ok = hex4(d, i+2)
+						lo, ok = jsonscan.Hex4(d, i+2)
 					}
 					if !ok || lo < 0xDC00 || lo > 0xDFFF {
 						sc.fail(where(nil), fmt.Sprintf("contains an unpaired UTF-16 surrogate escape (\\u%04X) at offset %d: not valid Unicode", r, i-6-start))
@@ -488,26 +444,6 @@ func (sc *jsonScanner) str(i int, isKey bool) (int, bool) {
 			i += n
 		}
 	}
-}
-
-func hex4(d []byte, i int) (rune, bool) {
-	if i+4 > len(d) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range d[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // smallObject is how many keys an object may have before duplicates are found with a map.

@@ -188,21 +188,6 @@ func TestSplitImportBodyIsStrict(t *testing.T) {
 	}
 }
 
-func TestDecodeArgsRefusesCaseVariants(t *testing.T) {
-	var v struct {
-		SKU string `json:"sku"`
-	}
-	if err := DecodeArgs(json.RawMessage(`{"SKU":"x"}`), &v); err == nil || len(detailsOf(t, err)["SKU"]) == 0 {
-		t.Fatalf("SKU: %v %+v", err, v)
-	}
-	if err := DecodeArgs(json.RawMessage(`{"sku":"x","sku":"y"}`), &v); err == nil || len(detailsOf(t, err)["sku"]) == 0 {
-		t.Fatalf("duplicate: %v", err)
-	}
-	if err := DecodeArgs(json.RawMessage(`{"sku":"x"}`), &v); err != nil || v.SKU != "x" {
-		t.Fatalf("sku: %v %+v", err, v)
-	}
-}
-
 // duplicateKeys reports whether data (valid JSON) has a key twice in one object, by
 // encoding/json's token stream: the reference the scanner is fuzzed against.
 func duplicateKeys(data []byte) bool {

@@ -10,7 +10,7 @@ import (
 
 // The bounds of everything the service accepts, in one place (docs/api.md#limits lists them). Every
 // entry point checks them through this file: REST bodies and MCP tool arguments through CheckInput
-// (called by the one request decoder, by DecodeArgs and by the domain's Validate methods), import
+// (called by the one request decoder, by tools.DecodeArgs and by the domain's Validate methods), import
 // rows through decodeRow and the row checks of import_apply.go, demand signals (HTTP and Kafka)
 // through NormalizeSignal, dates through ParseTime.
 

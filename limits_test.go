@@ -188,12 +188,6 @@ func TestInputTypesBoundEveryString(t *testing.T) {
 		}},
 		{"api key name", "name", func() error { return APIKeyInput{Role: ptr("ADMIN"), Name: &huge}.Validate() }},
 		{"generate unit margin", "unitMargin", func() error { return GenerateInput{UnitMargin: ptr(1e308)}.Validate() }},
-		{"tool argument", "query", func() error {
-			var in struct {
-				Query string `json:"query" max:"200"`
-			}
-			return DecodeArgs(json.RawMessage(`{"query":"`+huge+`"}`), &in)
-		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { detailOf(t, tc.err(), tc.field) })

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -43,26 +42,13 @@ func (s *PlatformState) applyMCP(r Record) (handled bool, err error) {
 	}
 	switch r.Kind {
 	case KindMerchant:
-		return true, applyTo(s.Merchants, r)
+		return true, putValue(s.Merchants, r)
 	case KindToolKey:
-		return true, applyTo(s.ToolKeys, r)
+		return true, putValue(s.ToolKeys, r)
 	case KindGatewayKey:
-		return true, applyTo(s.GatewayKeys, r)
+		return true, putValue(s.GatewayKeys, r)
 	}
 	return false, nil
-}
-
-func applyTo[T any](m map[string]*T, r Record) error {
-	if r.Del {
-		delete(m, r.ID)
-		return nil
-	}
-	v, ok := r.Value.(*T)
-	if !ok {
-		return fmt.Errorf("%s record %s has value %T", r.Kind, r.ID, r.Value)
-	}
-	m[r.ID] = v
-	return nil
 }
 
 // MerchantProfile is how an organization presents itself in the registry. Only a listed profile is

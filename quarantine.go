@@ -24,13 +24,6 @@ func (q QuarantinedValue) String() string {
 	return q.Kind + " " + strconv.Quote(q.ID) + " " + q.Field + "=" + strconv.FormatFloat(q.Value, 'g', -1, 64)
 }
 
-// TakeQuarantined returns the values quarantined since the last call, and forgets them.
-func (s *TenantState) TakeQuarantined() []QuarantinedValue {
-	q := s.quarantined
-	s.quarantined = nil
-	return q
-}
-
 // quarantiner collects what one record lost.
 type quarantiner struct {
 	kind, id string
@@ -59,10 +52,12 @@ func (q quarantiner) optional(field string, p **float64) {
 	}
 }
 
-// quarantineValue cleans the value of a record of kind, in place (it is freshly decoded or built
-// for this write, never shared).
-func (s *TenantState) quarantineValue(kind, id string, v any) {
-	q := quarantiner{kind: kind, id: id, out: &s.quarantined}
+// quarantine cleans the value of a record of kind, in place (it is freshly decoded or built for
+// this write, never shared), and appends what it left out to out. The sub-states owning these
+// values (CatalogState, TransfersState) call it from Apply and on snapshot load, and keep what it
+// reported until TenantState.TakeQuarantined.
+func quarantine(kind, id string, v any, out *[]QuarantinedValue) {
+	q := quarantiner{kind: kind, id: id, out: out}
 	switch v := v.(type) {
 	case *Product:
 		q.optional("unitCost", &v.UnitCost)
@@ -102,23 +97,4 @@ func keep[T any](list []T, ok func(int, T) bool) []T {
 		}
 	}
 	return out
-}
-
-// quarantineAll cleans every record of a decoded snapshot.
-func (s *TenantState) quarantineAll() {
-	for id, v := range s.Products {
-		s.quarantineValue(KindProduct, id, v)
-	}
-	for id, v := range s.Inventory {
-		s.quarantineValue(KindInventory, id, v)
-	}
-	for id, v := range s.PurchaseOrders {
-		s.quarantineValue(KindPurchaseOrder, id, v)
-	}
-	for id, v := range s.Orders {
-		s.quarantineValue(KindOrder, id, v)
-	}
-	for id, v := range s.Transfers {
-		s.quarantineValue(KindTransfer, id, v)
-	}
 }

@@ -70,6 +70,22 @@ var Scopes = []Scope{ScopeImportRead, ScopeImportWrite}
 // EntitlementForecasting gates the forecasting endpoints.
 const EntitlementForecasting = "ai.forecasting.demand"
 
+// Capabilities of an organization gate the hosted tools (tools/): an organization's tools are those
+// whose capability is in its capability set.
+const (
+	CapCatalog   = "commerce.catalog"   // search_products, get_product (public)
+	CapInventory = "commerce.inventory" // check_availability, list_locations (public)
+	CapOrders    = "commerce.orders"    // get_order_status
+	CapForecast  = "planning.forecast"  // get_demand_forecast
+	CapTransfers = "planning.transfers" // list_transfer_recommendations, explain_recommendation, approve_transfer_recommendation
+)
+
+// AllCapabilities lists every capability the tool service knows.
+var AllCapabilities = []string{CapCatalog, CapInventory, CapOrders, CapForecast, CapTransfers}
+
+// DemoCapabilities are given to the demo organization.
+var DemoCapabilities = AllCapabilities
+
 // Organization is a tenant.
 type Organization struct {
 	ID           string    `json:"id"`

@@ -2,95 +2,70 @@ package supplyplan
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"time"
 )
 
+// Record kinds of transfers.
+const (
+	KindTransfer       = "transfer"
+	KindRecommendation = "recommendation"
+)
+
+func init() {
+	RegisterKind(KindTransfer, func() any { return new(Transfer) })
+	RegisterKind(KindRecommendation, func() any { return new(Recommendation) })
+}
+
+// TransfersState is the tenant's inventory transfers and transfer recommendations (sub-state of
+// TenantState). Creating, moving and executing a transfer also changes stock: those operations
+// are TenantState's (tenant_transfers.go).
+type TransfersState struct {
+	Transfers       map[string]*Transfer       `json:"transfers"`
+	Recommendations map[string]*Recommendation `json:"recommendations"`
+
+	// quarantined are the stored numbers left out since takeQuarantined last ran (quarantine.go).
+	quarantined []QuarantinedValue
+}
+
+// init makes every map non-nil.
+func (s *TransfersState) init() {
+	initMap(&s.Transfers)
+	initMap(&s.Recommendations)
+}
+
+// Apply stores one transfer or recommendation, after quarantining the numbers out of bounds in
+// its value.
+func (s *TransfersState) Apply(r Record) error {
+	if !r.Del && r.Value != nil {
+		quarantine(r.Kind, r.ID, r.Value, &s.quarantined)
+	}
+	switch r.Kind {
+	case KindTransfer:
+		return putValue(s.Transfers, r)
+	case KindRecommendation:
+		return putValue(s.Recommendations, r)
+	}
+	return unknownKind("transfers state", r)
+}
+
+// quarantineAll cleans every record of a decoded snapshot.
+func (s *TransfersState) quarantineAll() {
+	for id, v := range s.Transfers {
+		quarantine(KindTransfer, id, v, &s.quarantined)
+	}
+}
+
+// takeQuarantined returns the values quarantined since the last call, and forgets them.
+func (s *TransfersState) takeQuarantined() []QuarantinedValue {
+	q := s.quarantined
+	s.quarantined = nil
+	return q
+}
+
 // RejectionMemory is how long a rejected recommendation keeps the same move from being proposed
 // again (unless the situation got worse).
 const RejectionMemory = 14 * 24 * time.Hour
-
-// UndatedPOLeadTime is when an open purchase order without expectedAt is assumed to arrive, after
-// its creation, when its supplier has no lead time.
-const UndatedPOLeadTime = 14 * 24 * time.Hour
-
-// StockSnapshot collects, per product, every location's stock and inbound by week over the window
-// (forecasts are filled in by the caller). Only products stocked at two or more locations can move.
-// productRef and locationID restrict the products (to one product, or to those at that location).
-func (s *TenantState) StockSnapshot(productRef, locationID string, weeks int, now time.Time) ([]ProductStock, error) {
-	productID := ""
-	if productRef != "" {
-		p, ok := s.ProductBySKU(productRef)
-		if !ok {
-			return nil, Invalid("productMasterId", "unknown product %q", productRef)
-		}
-		productID = p.ID
-	}
-	if locationID != "" {
-		if _, ok := s.Locations[locationID]; !ok {
-			return nil, Invalid("locationId", "unknown location %q", locationID)
-		}
-	}
-	byProduct := map[string][]LocationStock{}
-	for _, l := range s.Inventory {
-		if productID != "" && l.SKU != productID {
-			continue
-		}
-		byProduct[l.SKU] = append(byProduct[l.SKU], LocationStock{LocationID: l.LocationID, OnHand: l.QuantityOnHand,
-			Reserved: l.QuantityReserved, ReorderPoint: l.ReorderPoint, InboundByWeek: make([]float64, weeks)})
-	}
-	week0 := WeekStart(now)
-	for _, po := range s.PurchaseOrders {
-		if !po.Open() {
-			continue
-		}
-		var at time.Time
-		switch {
-		case po.ExpectedAt != nil:
-			at = *po.ExpectedAt
-		default:
-			lead := UndatedPOLeadTime
-			if sp, ok := s.Suppliers[po.SupplierID]; ok && sp.LeadTimeDays != nil {
-				lead = time.Duration(*sp.LeadTimeDays) * 24 * time.Hour
-			}
-			at = po.CreatedAt.Add(lead)
-		}
-		w := int(math.Floor(at.Sub(week0).Hours() / (24 * 7)))
-		if w < 0 {
-			w = 0 // overdue: expected any day now
-		}
-		if w >= weeks {
-			continue
-		}
-		for _, line := range po.Lines {
-			locs := byProduct[line.SKU]
-			for i := range locs {
-				if locs[i].LocationID == po.DestinationLocationID {
-					locs[i].InboundByWeek[w] += line.Quantity
-				}
-			}
-		}
-	}
-	out := make([]ProductStock, 0, len(byProduct))
-	for pid, locs := range byProduct {
-		if len(locs) < 2 {
-			continue
-		}
-		if locationID != "" && !slices.ContainsFunc(locs, func(l LocationStock) bool { return l.LocationID == locationID }) {
-			continue
-		}
-		slices.SortFunc(locs, func(a, b LocationStock) int { return cmp.Compare(a.LocationID, b.LocationID) })
-		ps := ProductStock{ProductID: pid, Locations: locs}
-		if p, ok := s.Products[pid]; ok && p.UnitPrice != nil && p.UnitCost != nil && *p.UnitPrice > *p.UnitCost {
-			m := *p.UnitPrice - *p.UnitCost
-			ps.PriceMargin = &m
-		}
-		out = append(out, ps)
-	}
-	slices.SortFunc(out, func(a, b ProductStock) int { return cmp.Compare(a.ProductID, b.ProductID) })
-	return out, nil
-}
 
 type movePair struct{ product, src, dst string }
 
@@ -99,7 +74,7 @@ type movePair struct{ product, src, dst string }
 // the situation got worse (more urgent, or at least 25% more quantity). PENDING recommendations
 // of the evaluated products that the engine no longer proposes expire (their justification is
 // gone), as do those past their expiry.
-func (s *TenantState) ApplyProposals(props []Proposal, evaluated map[string]bool, locationID string, expiry time.Duration, now time.Time) (GenerateResult, []Record) {
+func (s *TransfersState) ApplyProposals(props []Proposal, evaluated map[string]bool, locationID string, expiry time.Duration, now time.Time) (GenerateResult, []Record) {
 	res := GenerateResult{Created: []Recommendation{}, Products: len(evaluated)}
 	open := map[movePair]bool{}
 	rejected := map[movePair]*Recommendation{}
@@ -160,7 +135,7 @@ func (s *TenantState) ApplyProposals(props []Proposal, evaluated map[string]bool
 }
 
 // ExpireDue records the time-based expiry of PENDING recommendations past expiresAt.
-func (s *TenantState) ExpireDue(now time.Time) []Record {
+func (s *TransfersState) ExpireDue(now time.Time) []Record {
 	var recs []Record
 	for _, r := range s.Recommendations {
 		if r.Status == RecPending && !now.Before(r.ExpiresAt) {
@@ -173,7 +148,7 @@ func (s *TenantState) ExpireDue(now time.Time) []Record {
 }
 
 // ListRecommendations filters recommendations (by effective status), most urgent then newest first.
-func (s *TenantState) ListRecommendations(f RecommendationFilter, now time.Time) Page[Recommendation] {
+func (s *TransfersState) ListRecommendations(f RecommendationFilter, now time.Time) Page[Recommendation] {
 	out := make([]Recommendation, 0)
 	for _, r := range s.Recommendations {
 		st := r.EffectiveStatus(now)
@@ -200,7 +175,7 @@ func (s *TenantState) ListRecommendations(f RecommendationFilter, now time.Time)
 }
 
 // GetRecommendation returns one recommendation with its effective status.
-func (s *TenantState) GetRecommendation(id string, now time.Time) (Recommendation, error) {
+func (s *TransfersState) GetRecommendation(id string, now time.Time) (Recommendation, error) {
 	r, ok := s.Recommendations[id]
 	if !ok {
 		return Recommendation{}, NotFound("Recommendation")
@@ -211,7 +186,7 @@ func (s *TenantState) GetRecommendation(id string, now time.Time) (Recommendatio
 }
 
 // ChangeRecommendation applies approve or reject.
-func (s *TenantState) ChangeRecommendation(id string, fn func(Recommendation) (Recommendation, error)) (Recommendation, []Record, error) {
+func (s *TransfersState) ChangeRecommendation(id string, fn func(Recommendation) (Recommendation, error)) (Recommendation, []Record, error) {
 	cur, ok := s.Recommendations[id]
 	if !ok {
 		return Recommendation{}, nil, NotFound("Recommendation")
@@ -223,28 +198,25 @@ func (s *TenantState) ChangeRecommendation(id string, fn func(Recommendation) (R
 	return r, []Record{Put(KindRecommendation, r.ID, &r)}, nil
 }
 
-// ExecuteRecommendation moves an APPROVED recommendation to EXECUTED and creates its inventory
-// transfer (DRAFT: the quantity is reserved at the source, out of its available stock).
-func (s *TenantState) ExecuteRecommendation(id, by, comment string, now time.Time) (Recommendation, Transfer, []Record, error) {
-	cur, ok := s.Recommendations[id]
-	if !ok {
-		return Recommendation{}, Transfer{}, nil, NotFound("Recommendation")
-	}
-	if st := cur.EffectiveStatus(now); st != RecApproved {
-		return Recommendation{}, Transfer{}, nil, Conflict("Recommendation is %s; only an APPROVED recommendation can be executed", st)
-	}
-	t, recs, err := s.newTransfer(Transfer{ID: NewID("trf"), ProductMasterID: cur.ProductMasterID, SourceLocationID: cur.SourceLocationID,
-		DestLocationID: cur.DestLocationID, Quantity: cur.Quantity, RecommendationID: cur.ID, Notes: comment}, by, now)
-	if err != nil {
-		if e, ok := err.(*Error); ok && e.Code == EVALIDATION {
-			return Recommendation{}, Transfer{}, nil, Conflict("The source can no longer supply this transfer: %s", e.Error())
+// ListTransfers returns transfers, newest first.
+func (s *TransfersState) ListTransfers(f TransferFilter) Page[Transfer] {
+	out := make([]Transfer, 0)
+	for _, t := range s.Transfers {
+		if (f.Status != "" && t.Status != f.Status) || (f.ProductMasterID != "" && t.ProductMasterID != f.ProductMasterID) ||
+			(f.SourceLocationID != "" && t.SourceLocationID != f.SourceLocationID) || (f.DestLocationID != "" && t.DestLocationID != f.DestLocationID) {
+			continue
 		}
-		return Recommendation{}, Transfer{}, nil, err
+		out = append(out, *t)
 	}
-	r := *cur
-	r.Status, r.ExecutedAt, r.ExecutedBy, r.TransferID, r.UpdatedAt = RecExecuted, &now, by, t.ID, now
-	if comment != "" {
-		r.Comment = comment
+	slices.SortFunc(out, func(a, b Transfer) int { return cmp.Compare(b.ID, a.ID) })
+	return page(out, f.Limit, f.Offset)
+}
+
+// GetTransfer returns one transfer.
+func (s *TransfersState) GetTransfer(id string) (Transfer, error) {
+	t, ok := s.Transfers[id]
+	if !ok {
+		return Transfer{}, NotFound("Transfer")
 	}
-	return r, t, append(recs, Put(KindRecommendation, r.ID, &r)), nil
+	return *t, nil
 }

@@ -239,8 +239,11 @@ type Delivery struct {
 	CompletedAt   *time.Time        `json:"completedAt,omitempty"`
 }
 
-// RetryPolicy spaces the attempts of a delivery: attempt n (n >= 1 retries) waits
-// min(Base*Factor^(n-1), Cap), scaled by a random factor in [1-Jitter, 1+Jitter].
+// RetryPolicy spaces the attempts of an operation that fails: retry n (n >= 1) waits
+// min(Base*Factor^(n-1), Cap), scaled by a random factor in [1-Jitter, 1+Jitter], and there are
+// at most MaxAttempts attempts (0: no limit). It is the service's one backoff: a delivery journals
+// its next attempt at Delay(n); what retries in place (import writes, demand-signal sink calls and
+// dead-letter writes) runs through internal/backoff.Retry with a policy.
 type RetryPolicy struct {
 	Base        time.Duration
 	Factor      float64

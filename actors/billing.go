@@ -26,14 +26,14 @@ var _ supplyplan.BillingService = (*Billing)(nil)
 
 // HandlePaymentEvent applies a verified payment-provider event in the platform actor; it returns
 // once the effect (billing record, entitlements, audit log, pending events) is durable.
-func (s *Billing) HandlePaymentEvent(ctx context.Context, ev supplyplan.PaymentEvent, raw []byte) (supplyplan.PaymentResult, error) {
+func (s *Billing) HandlePaymentEvent(ctx context.Context, ev supplyplan.PaymentEvent) (supplyplan.PaymentResult, error) {
 	now := supplyplan.Now()
 	type out struct {
 		res    supplyplan.PaymentResult
 		events []supplyplan.DomainEvent
 	}
 	o, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (out, []supplyplan.Record, error) {
-		res, recs, err := st.ApplyPaymentEvent(ev, raw, s.plans, now)
+		res, recs, err := st.ApplyPaymentEvent(ev, s.plans, now)
 		return out{res, pendingEvents(recs)}, recs, err
 	})
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/backoff"
+	"github.com/supplyplan/supplyplan/internal/fsutil"
 )
 
 // ImportConfig configures bulk import jobs.
@@ -507,25 +509,20 @@ func finish(j *supplyplan.ImportJob, now time.Time) {
 	}
 }
 
+// importRetry spaces the retries of an import job's writes: 100 ms, 200 ms, 400 ms, 800 ms.
+var importRetry = supplyplan.RetryPolicy{Base: 100 * time.Millisecond, Factor: 2, Cap: time.Second, MaxAttempts: 5}
+
 // retry runs fn up to 5 times with backoff while it fails with an error that may pass (not a
 // validation, not-found or conflict error) and ctx lives.
 func retry(ctx context.Context, fn func() error) error {
-	var err error
-	for i, wait := 0, 100*time.Millisecond; i < 5; i, wait = i+1, wait*2 {
-		if err = fn(); err == nil {
-			return nil
-		}
+	return backoff.Retry(ctx, importRetry, func(int) error {
+		err := fn()
 		switch supplyplan.ErrorCode(err) {
 		case supplyplan.EVALIDATION, supplyplan.ENOTFOUND, supplyplan.ECONFLICT:
-			return err
+			return backoff.Permanent(err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-	}
-	return err
+		return err
+	})
 }
 
 // update changes a job record in one tenant transaction and returns the new job.
@@ -721,37 +718,12 @@ func (s *Imports) GetImportJob(ctx context.Context, p supplyplan.Principal, jobI
 	})
 }
 
-// writeFileSync writes data to path durably (temp file, fsync, rename, directory fsync).
+// writeFileSync writes data to path durably (fsutil.WriteFile), creating its directory.
 func writeFileSync(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return fsutil.WriteFileBytes(path, data, 0o600)
 }
 
 // ListImportJobs lists the organization's jobs, newest first.

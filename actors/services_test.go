@@ -508,14 +508,12 @@ func TestBillingService(t *testing.T) {
 	s := newServices(t, options{})
 	p := s.bootstrap(t)
 	ctx := context.Background()
-	var ev supplyplan.PaymentEvent
-	ev.ID, ev.Type = "evt_1", "customer.created"
-	ev.Data.Object = []byte(`{"id":"cus_1","object":"customer"}`)
-	res, err := s.billing.HandlePaymentEvent(ctx, ev, []byte(`{}`))
+	ev := supplyplan.PaymentEvent{ID: "evt_1", Type: "customer.created", CustomerID: "cus_1", ObjectID: "cus_1"}
+	res, err := s.billing.HandlePaymentEvent(ctx, ev)
 	if err != nil || res.Status != "ignored" {
 		t.Fatalf("first = %+v, %v", res, err)
 	}
-	if res, err := s.billing.HandlePaymentEvent(ctx, ev, []byte(`{}`)); err != nil || res.Status != "duplicate" {
+	if res, err := s.billing.HandlePaymentEvent(ctx, ev); err != nil || res.Status != "duplicate" {
 		t.Fatalf("replay = %+v, %v", res, err)
 	}
 	if _, err := s.billing.GetBilling(ctx, p.OrgID); err != nil {

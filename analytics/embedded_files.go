@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/fsutil"
 )
 
 func logName(gen uint64) string  { return fmt.Sprintf("log-%020d.wal", gen) }
@@ -52,18 +53,6 @@ func listDir(dir string) (dirFiles, error) {
 	slices.Sort(df.logs)
 	slices.Sort(df.snaps)
 	return df, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir: %w", err)
-	}
-	return nil
 }
 
 // recover loads the newest snapshot, replays the logs after it, cuts a torn tail of the newest log,
@@ -125,7 +114,7 @@ func (s *EmbeddedStore) recover() error {
 			return fmt.Errorf("create demand log: %w", err)
 		}
 		s.f = f
-		return syncDir(dir)
+		return fsutil.SyncDir(dir)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, logName(s.gen)), os.O_RDWR, 0o600)
 	if err != nil {
@@ -219,7 +208,7 @@ func (s *EmbeddedStore) maybeCompact() {
 	gen := s.gen + 1
 	f, err := os.OpenFile(filepath.Join(s.cfg.Dir, logName(gen)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
-		err = syncDir(s.cfg.Dir)
+		err = fsutil.SyncDir(s.cfg.Dir)
 		if err != nil {
 			_ = f.Close()
 			_ = os.Remove(filepath.Join(s.cfg.Dir, logName(gen)))
@@ -255,19 +244,6 @@ var errCompactionStopped = errors.New("compaction stopped by Close")
 func (s *EmbeddedStore) compact(gen uint64) error {
 	start := time.Now()
 	dir := s.cfg.Dir
-	tmp := filepath.Join(dir, snapName(gen)+".tmp")
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("create demand snapshot: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<20)
 	s.mu.RLock()
 	orgs := make([]string, 0, len(s.tenants))
 	for org := range s.tenants {
@@ -275,41 +251,30 @@ func (s *EmbeddedStore) compact(gen uint64) error {
 	}
 	s.mu.RUnlock()
 	slices.Sort(orgs)
-	var buf []byte
-	for _, org := range orgs {
-		select {
-		case <-s.stopCompaction:
-			return errCompactionStopped
-		default:
+	var size int64 // bytes of the snapshot
+	err := fsutil.WriteFile(filepath.Join(dir, snapName(gen)), 0o600, func(f io.Writer) error {
+		w := bufio.NewWriterSize(countingWriter{f, &size}, 1<<20)
+		var buf []byte
+		var err error
+		for _, org := range orgs {
+			select {
+			case <-s.stopCompaction:
+				return errCompactionStopped
+			default:
+			}
+			if buf, err = s.writeTenant(w, buf, org, s.tenant(org)); err != nil {
+				return err
+			}
 		}
-		if buf, err = s.writeTenant(w, buf, org, s.tenant(org)); err != nil {
+		buf, start0 := beginFrame(buf[:0])
+		buf = append(buf, recEnd)
+		if _, err := w.Write(endFrame(buf, start0)); err != nil {
 			return err
 		}
-	}
-	buf, start0 := beginFrame(buf[:0])
-	buf = append(buf, recEnd)
-	if _, err := w.Write(endFrame(buf, start0)); err != nil {
-		return fmt.Errorf("write demand snapshot: %w", err)
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("write demand snapshot: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync demand snapshot: %w", err)
-	}
-	st, err := f.Stat()
+		return w.Flush()
+	})
 	if err != nil {
-		return fmt.Errorf("stat demand snapshot: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close demand snapshot: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, snapName(gen))); err != nil {
-		return fmt.Errorf("install demand snapshot: %w", err)
-	}
-	ok = true
-	if err := syncDir(dir); err != nil {
-		return err
+		return fmt.Errorf("write demand snapshot: %w", err)
 	}
 	// The snapshot is in place: the files before it are no longer needed.
 	df, err := listDir(dir)
@@ -336,9 +301,9 @@ func (s *EmbeddedStore) compact(gen uint64) error {
 		}
 	}
 	s.logBytes.Add(-freed)
-	s.snapBytes.Store(st.Size())
+	s.snapBytes.Store(size)
 	s.compactions.Add(1)
-	s.log.Info("demand store: compacted", "generation", gen, "snapshot_bytes", st.Size(),
+	s.log.Info("demand store: compacted", "generation", gen, "snapshot_bytes", size,
 		"log_bytes_freed", freed, "took", time.Since(start))
 	return nil
 }
@@ -421,4 +386,16 @@ func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tena
 		ids = ids[n:]
 	}
 	return buf, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n *int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	*c.n += int64(n)
+	return n, err
 }

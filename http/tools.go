@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // ToolsConfig configures the hosted commerce tool service.
@@ -31,9 +32,9 @@ type ToolsConfig struct {
 type ToolsServices struct {
 	Keys      supplyplan.ToolKeyAuthenticator
 	Merchants supplyplan.MerchantDirectory
-	Deps      *supplyplan.ToolDeps
+	Deps      *tools.Deps
 	// MCP serves POST /mcp?org=<slug> (the rpc package's handler).
-	MCP supplyplan.MCPHandler
+	MCP tools.MCPHandler
 	// Health names the dependencies GET /health checks.
 	Health map[string]func(context.Context) error
 }
@@ -152,8 +153,8 @@ func (s *ToolServer) checkPresentKey(ctx *fasthttp.RequestCtx) error {
 
 // access resolves the organization and what the caller may use: a tool key of the organization
 // (all its tools), no key (the public tools of a listed merchant), anything else 401/403.
-func (s *ToolServer) access(ctx *fasthttp.RequestCtx, ref string) (supplyplan.Organization, supplyplan.ToolAccess, error) {
-	var none supplyplan.ToolAccess
+func (s *ToolServer) access(ctx *fasthttp.RequestCtx, ref string) (supplyplan.Organization, tools.Access, error) {
+	var none tools.Access
 	if ref == "" {
 		return supplyplan.Organization{}, none, supplyplan.Invalid("org", "is required (organization slug or id)")
 	}
@@ -173,10 +174,10 @@ func (s *ToolServer) access(ctx *fasthttp.RequestCtx, ref string) (supplyplan.Or
 		if k.OrganizationID != org.ID {
 			return org, none, &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "This key belongs to another organization"}
 		}
-		return org, supplyplan.ToolAccess{Principal: supplyplan.Principal{KeyID: k.ID, OrgID: org.ID, Role: supplyplan.RoleViewer}}, nil
+		return org, tools.Access{Principal: supplyplan.Principal{KeyID: k.ID, OrgID: org.ID, Role: supplyplan.RoleViewer}}, nil
 	}
 	if p, ok := s.svc.Keys.MerchantProfile(org.ID); ok && p.Listed {
-		return org, supplyplan.ToolAccess{Public: true,
+		return org, tools.Access{Public: true,
 			Principal: supplyplan.Principal{KeyID: "public", OrgID: org.ID, Role: supplyplan.RoleViewer}}, nil
 	}
 	return org, none, unauthorized(reasonKeyMissing, "authorization",
@@ -197,11 +198,11 @@ func (s *ToolServer) listTools(_ context.Context, ctx *fasthttp.RequestCtx) erro
 	if err != nil {
 		return fmt.Errorf("encode tool list: %w", err)
 	}
-	// The definitions are pre-encoded (supplyplan.PrepareToolDef): write them as they are.
+	// The definitions are pre-encoded (tools.PrepareDef): write them as they are.
 	b := make([]byte, 0, 16<<10)
 	b = append(b, head[:len(head)-1]...)
 	b = append(b, `,"tools":[`...)
-	for i, d := range supplyplan.NewToolSet(org, acc, s.svc.Deps).Tools() {
+	for i, d := range tools.NewSet(org, acc, s.svc.Deps).Tools() {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -247,7 +248,7 @@ func (s *ToolServer) callTool(rctx context.Context, ctx *fasthttp.RequestCtx) er
 	if err != nil {
 		return err
 	}
-	res, err := supplyplan.NewToolSet(org, acc, s.svc.Deps).Call(rctx, in.Name, in.Arguments)
+	res, err := tools.NewSet(org, acc, s.svc.Deps).Call(rctx, in.Name, in.Arguments)
 	if err != nil {
 		if supplyplan.ErrorCode(err) == supplyplan.ENOTFOUND {
 			return supplyplan.NotFound("Tool " + in.Name)
@@ -286,15 +287,15 @@ func (s *ToolServer) mcp(rctx context.Context, ctx *fasthttp.RequestCtx) {
 			raw = bytes.Clone(bd.b)
 		}
 	}
-	req := supplyplan.MCPRequest{
+	req := tools.MCPRequest{
 		Method: string(ctx.Method()),
 		Header: func(name string) string { return string(ctx.Request.Header.Peek(name)) },
 		Body:   raw,
-		Resolve: func(context.Context) (supplyplan.ToolSet, error) {
+		Resolve: func(context.Context) (tools.Set, error) {
 			if aerr != nil {
 				return nil, aerr
 			}
-			return supplyplan.NewToolSet(org, acc, s.svc.Deps), nil
+			return tools.NewSet(org, acc, s.svc.Deps), nil
 		},
 	}
 	resp := s.svc.MCP.HandleMCP(rctx, req)

@@ -1,12 +1,12 @@
 package http
 
 import (
-	"bytes"
 	"errors"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/stripe"
 )
 
 func (s *Server) listEndpoints(r *Request) error {
@@ -118,12 +118,11 @@ func (s *Server) paymentWebhook(r *Request) error {
 		return &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Invalid payment-provider signature",
 			Details: map[string][]string{"payment-provider-signature": {msg}}}
 	}
-	raw := bytes.Clone(body)
-	ev, err := supplyplan.ParsePaymentEvent(raw)
+	ev, err := stripe.ParseEvent(body) // the event keeps no reference to body
 	if err != nil {
 		return err
 	}
-	res, err := s.svc.Billing.HandlePaymentEvent(r.Context, ev, raw)
+	res, err := s.svc.Billing.HandlePaymentEvent(r.Context, ev)
 	if err != nil {
 		return err
 	}

@@ -21,37 +21,18 @@ import (
 	"github.com/supplyplan/supplyplan"
 )
 
-// GateConfig configures the gate's Redis client.
-type GateConfig struct {
-	Addr     string
-	Password string
-	DB       int
-	Prefix   string // default "supplyplan:"
-	// Timeout bounds dial, read and write (default 2 s).
-	Timeout time.Duration
-}
-
 // Gate implements supplyplan.AlertGate on Redis.
 type Gate struct {
-	cfg GateConfig
+	cfg Config
 	rdb *redis.Client
 }
 
 // NewGate returns an unopened gate.
-func NewGate(cfg GateConfig) *Gate {
-	if cfg.Prefix == "" {
-		cfg.Prefix = "supplyplan:"
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 2 * time.Second
-	}
-	return &Gate{cfg: cfg}
-}
+func NewGate(cfg Config) *Gate { return &Gate{cfg: cfg.withDefaults()} }
 
 // Open creates the client and checks that Redis answers.
 func (g *Gate) Open(ctx context.Context) error {
-	g.rdb = redis.NewClient(&redis.Options{Addr: g.cfg.Addr, Password: g.cfg.Password, DB: g.cfg.DB,
-		DialTimeout: g.cfg.Timeout, ReadTimeout: g.cfg.Timeout, WriteTimeout: g.cfg.Timeout, DisableIdentity: true})
+	g.rdb = g.cfg.client()
 	if err := g.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("ping redis at %s: %w", g.cfg.Addr, err)
 	}

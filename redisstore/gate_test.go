@@ -16,7 +16,7 @@ import (
 func openGate(tb testing.TB) *redisstore.Gate {
 	tb.Helper()
 	ctx := context.Background()
-	g := redisstore.NewGate(redisstore.GateConfig{Addr: testdeps.Redis(tb), Prefix: "sptest:" + supplyplan.NewID("t") + ":"})
+	g := redisstore.NewGate(redisstore.Config{Addr: testdeps.Redis(tb), Prefix: "sptest:" + supplyplan.NewID("t") + ":"})
 	if err := g.Open(ctx); err != nil {
 		tb.Fatal(err)
 	}

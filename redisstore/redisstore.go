@@ -21,7 +21,8 @@ import (
 	"github.com/supplyplan/supplyplan"
 )
 
-// Config configures the Redis client.
+// Config configures a Redis client: the gateway key store (Store) and the alert gate (Gate) take
+// the same configuration and build their client with Config.client.
 type Config struct {
 	Addr     string
 	Password string
@@ -31,6 +32,29 @@ type Config struct {
 	Timeout time.Duration
 	// Logger receives go-redis's own messages (pool dial failures...) at debug level.
 	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = "supplyplan:"
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 2 * time.Second
+	}
+	return c
+}
+
+// client returns a client of c: one retry of a command that failed on the network (a Lua script
+// of the gate is not idempotent: a retry after a lost reply would run it twice), no CLIENT
+// SETINFO (older servers refuse it). go-redis logs through one process-wide logger: the first
+// client with a Logger sets it.
+func (c Config) client() *redis.Client {
+	if c.Logger != nil {
+		setLogger.Do(func() { redis.SetLogger(slogLogger{c.Logger}) })
+	}
+	return redis.NewClient(&redis.Options{Addr: c.Addr, Password: c.Password, DB: c.DB,
+		DialTimeout: c.Timeout, ReadTimeout: c.Timeout, WriteTimeout: c.Timeout,
+		MaxRetries: 1, DisableIdentity: true})
 }
 
 var setLogger sync.Once
@@ -49,26 +73,12 @@ type Store struct {
 }
 
 // New returns an unopened store.
-func New(cfg Config) *Store {
-	if cfg.Prefix == "" {
-		cfg.Prefix = "supplyplan:"
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 2 * time.Second
-	}
-	return &Store{cfg: cfg}
-}
+func New(cfg Config) *Store { return &Store{cfg: cfg.withDefaults()} }
 
 // Open creates the client. It does not fail when Redis is down: requests then answer 503 and
 // /health names redis, until Redis is back.
 func (s *Store) Open(ctx context.Context) error {
-	if s.cfg.Logger != nil {
-		// go-redis logs through one process-wide logger (stderr by default): the first Store sets it.
-		setLogger.Do(func() { redis.SetLogger(slogLogger{s.cfg.Logger}) })
-	}
-	s.rdb = redis.NewClient(&redis.Options{Addr: s.cfg.Addr, Password: s.cfg.Password, DB: s.cfg.DB,
-		DialTimeout: s.cfg.Timeout, ReadTimeout: s.cfg.Timeout, WriteTimeout: s.cfg.Timeout,
-		MaxRetries: 1, DisableIdentity: true})
+	s.rdb = s.cfg.client()
 	return nil
 }
 

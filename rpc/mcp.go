@@ -27,6 +27,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // Protocol revisions.
@@ -106,12 +107,12 @@ func NewHandler(cfg Config) *Handler {
 	return h
 }
 
-var _ supplyplan.MCPHandler = (*Handler)(nil)
+var _ tools.MCPHandler = (*Handler)(nil)
 
 // HandleMCP serves one HTTP request. Order of checks: Origin (403), CORS preflight, caller
 // (401/403/404/503), HTTP method (405), Content-Type (415), Accept (406), size (413), protocol
 // version header (400), body (400), then JSON-RPC dispatch (200, or 202 for notifications).
-func (h *Handler) HandleMCP(ctx context.Context, req supplyplan.MCPRequest) supplyplan.MCPResponse {
+func (h *Handler) HandleMCP(ctx context.Context, req tools.MCPRequest) tools.MCPResponse {
 	origin := req.Header("Origin")
 	if origin != "" && !h.originAllowed(origin) {
 		return transportError(403, codeServer, "Forbidden: origin "+strconv.Quote(origin)+" is not allowed", nil)
@@ -122,7 +123,7 @@ func (h *Handler) HandleMCP(ctx context.Context, req supplyplan.MCPRequest) supp
 			{"Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"}}
 	}
 	if req.Method == "OPTIONS" {
-		return supplyplan.MCPResponse{Status: 204, Header: append(cors,
+		return tools.MCPResponse{Status: 204, Header: append(cors,
 			[2]string{"Access-Control-Allow-Methods", "POST, GET, DELETE, OPTIONS"},
 			[2]string{"Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Api-Key, Mcp-Session-Id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID"},
 			[2]string{"Access-Control-Max-Age", "600"})}
@@ -132,8 +133,8 @@ func (h *Handler) HandleMCP(ctx context.Context, req supplyplan.MCPRequest) supp
 	return resp
 }
 
-func (h *Handler) handle(ctx context.Context, req supplyplan.MCPRequest) supplyplan.MCPResponse {
-	tools, err := req.Resolve(ctx)
+func (h *Handler) handle(ctx context.Context, req tools.MCPRequest) tools.MCPResponse {
+	ts, err := req.Resolve(ctx)
 	if err != nil {
 		return h.callerError(req, err)
 	}
@@ -169,14 +170,14 @@ func (h *Handler) handle(ctx context.Context, req supplyplan.MCPRequest) supplyp
 		return transportError(400, jsonrpc2.CodeParseError, "Parse error: empty body", nil)
 	}
 	if body[0] == '[' {
-		return h.batch(ctx, req, tools, hv, body, sse)
+		return h.batch(ctx, req, ts, hv, body, sse)
 	}
-	out := h.message(ctx, req, tools, hv, body, false)
+	out := h.message(ctx, req, ts, hv, body, false)
 	if out.body == nil {
 		if out.status == 0 {
-			return supplyplan.MCPResponse{Status: 202}
+			return tools.MCPResponse{Status: 202}
 		}
-		return supplyplan.MCPResponse{Status: out.status}
+		return tools.MCPResponse{Status: out.status}
 	}
 	status := out.status
 	if status == 0 {
@@ -192,7 +193,7 @@ func (h *Handler) handle(ctx context.Context, req supplyplan.MCPRequest) supplyp
 }
 
 // callerError renders a failed Resolve.
-func (h *Handler) callerError(req supplyplan.MCPRequest, err error) supplyplan.MCPResponse {
+func (h *Handler) callerError(req tools.MCPRequest, err error) tools.MCPResponse {
 	var e *supplyplan.Error
 	if !errors.As(err, &e) {
 		h.log.Error("mcp caller resolution failed", "err", err)
@@ -266,22 +267,22 @@ func acceptSSE(accept string) (sse, ok bool) {
 }
 
 // render writes a JSON-RPC response (or batch) as JSON or as one SSE event.
-func render(status int, body []byte, sse bool) supplyplan.MCPResponse {
+func render(status int, body []byte, sse bool) tools.MCPResponse {
 	if !sse {
-		return supplyplan.MCPResponse{Status: status, Header: [][2]string{{"Content-Type", "application/json"}}, Body: body}
+		return tools.MCPResponse{Status: status, Header: [][2]string{{"Content-Type", "application/json"}}, Body: body}
 	}
 	var b bytes.Buffer
 	b.Grow(len(body) + 24)
 	b.WriteString("event: message\ndata: ")
 	b.Write(body)
 	b.WriteString("\n\n")
-	return supplyplan.MCPResponse{Status: status, Body: b.Bytes(), Header: [][2]string{
+	return tools.MCPResponse{Status: status, Body: b.Bytes(), Header: [][2]string{
 		{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache, no-transform"}, {"X-Accel-Buffering", "no"}}}
 }
 
 // transportError is an HTTP error with a JSON-RPC error body without id.
-func transportError(status int, code int64, msg string, data any) supplyplan.MCPResponse {
-	return supplyplan.MCPResponse{Status: status, Header: [][2]string{{"Content-Type", "application/json"}},
+func transportError(status int, code int64, msg string, data any) tools.MCPResponse {
+	return tools.MCPResponse{Status: status, Header: [][2]string{{"Content-Type", "application/json"}},
 		Body: errorBody(json.RawMessage("null"), code, msg, data)}
 }
 
@@ -300,7 +301,7 @@ func errorBody(id json.RawMessage, code int64, msg string, data any) []byte {
 	return append(b, '}')
 }
 
-func unsupportedVersion(requested string) supplyplan.MCPResponse {
+func unsupportedVersion(requested string) tools.MCPResponse {
 	return transportError(400, codeUnsupportedProtocolVers, "Unsupported protocol version: "+requested,
 		map[string]any{"supported": Versions, "requested": requested})
 }
@@ -334,7 +335,7 @@ type envelope struct {
 }
 
 // message validates one JSON-RPC message, checks the revision's headers and dispatches it.
-func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools supplyplan.ToolSet, hv string, raw []byte, inBatch bool) outcome {
+func (h *Handler) message(ctx context.Context, req tools.MCPRequest, ts tools.Set, hv string, raw []byte, inBatch bool) outcome {
 	null := json.RawMessage("null")
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil || raw[0] != '{' {
@@ -374,7 +375,7 @@ func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools 
 
 	// Era: modern when the request says 2026-07-28 in its header or its _meta.
 	metaVersion := metaString(env.Params, metaProtocolVersion)
-	call := &callInfo{tools: tools, method: method}
+	call := &callInfo{tools: ts, method: method}
 	if hv == V20260728 || metaVersion != "" {
 		if o, bad := checkModern(req, hv, metaVersion, method, env.Params, id); bad {
 			return o
@@ -404,7 +405,7 @@ func (h *Handler) message(ctx context.Context, req supplyplan.MCPRequest, tools 
 }
 
 // checkModern validates the 2026-07-28 headers against the body.
-func checkModern(req supplyplan.MCPRequest, hv, metaVersion, method string, params json.RawMessage, id json.RawMessage) (outcome, bool) {
+func checkModern(req tools.MCPRequest, hv, metaVersion, method string, params json.RawMessage, id json.RawMessage) (outcome, bool) {
 	switch {
 	case hv == "":
 		return outcome{status: 400, body: errorBody(id, codeHeaderMismatch, "Mcp-Protocol-Version header is required for requests carrying "+metaProtocolVersion, nil)}, true
@@ -482,7 +483,7 @@ func validID(id json.RawMessage) bool {
 }
 
 // batch handles a JSON array body: allowed by 2025-03-26 only (assumed without a version header).
-func (h *Handler) batch(ctx context.Context, req supplyplan.MCPRequest, tools supplyplan.ToolSet, hv string, body []byte, sse bool) supplyplan.MCPResponse {
+func (h *Handler) batch(ctx context.Context, req tools.MCPRequest, ts tools.Set, hv string, body []byte, sse bool) tools.MCPResponse {
 	version := hv
 	if version == "" {
 		version = V20250326
@@ -509,7 +510,7 @@ func (h *Handler) batch(ctx context.Context, req supplyplan.MCPRequest, tools su
 		if len(m) == 0 {
 			continue
 		}
-		o := h.message(ctx, req, tools, hv, m, true)
+		o := h.message(ctx, req, ts, hv, m, true)
 		if o.body != nil {
 			out = append(out, o.body)
 			if o.pooled {
@@ -518,7 +519,7 @@ func (h *Handler) batch(ctx context.Context, req supplyplan.MCPRequest, tools su
 		}
 	}
 	if len(out) == 0 {
-		return supplyplan.MCPResponse{Status: 202}
+		return tools.MCPResponse{Status: 202}
 	}
 	b := append([]byte{'['}, bytes.Join(out, []byte{','})...)
 	return render(200, append(b, ']'), sse)
@@ -531,7 +532,7 @@ type callCtxKey struct{}
 // callInfo is what the jsonrpc2 handler needs to know about the request, and where it leaves the
 // encoded result.
 type callInfo struct {
-	tools   supplyplan.ToolSet
+	tools   tools.Set
 	method  string
 	version string
 	modern  bool

@@ -8,6 +8,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/rpc"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 func benchDirectory(n int) directory {
@@ -24,7 +25,7 @@ func benchDirectory(n int) directory {
 // BenchmarkHandleMCP measures the transport core in-process (no HTTP).
 func BenchmarkHandleMCP(b *testing.B) {
 	h := rpc.NewHandler(rpc.Config{Name: "bench", Version: "1"})
-	tools := rpc.RegistryTools(rpc.Directory{Merchants: benchDirectory(50), ToolsURL: func() string { return "http://tools" }})
+	registry := rpc.RegistryTools(rpc.Directory{Merchants: benchDirectory(50), ToolsURL: func() string { return "http://tools" }})
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Accept", "application/json, text/event-stream")
@@ -36,8 +37,8 @@ func BenchmarkHandleMCP(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			req := supplyplan.MCPRequest{Method: "POST", Header: hdr.Get, Body: []byte(bc.body),
-				Resolve: func(context.Context) (supplyplan.ToolSet, error) { return tools, nil }}
+			req := tools.MCPRequest{Method: "POST", Header: hdr.Get, Body: []byte(bc.body),
+				Resolve: func(context.Context) (tools.Set, error) { return registry, nil }}
 			for b.Loop() {
 				r := h.HandleMCP(context.Background(), req)
 				if r.Status != 200 {

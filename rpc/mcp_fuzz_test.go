@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/rpc"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // FuzzHandleMCP: no body or protocol header makes the core panic, and every response body is JSON
@@ -26,7 +26,7 @@ func FuzzHandleMCP(f *testing.F) {
 		f.Add(seed, rpc.V20260728)
 	}
 	h := rpc.NewHandler(rpc.Config{Name: "fuzz", Version: "1", MaxBody: 1 << 16})
-	tools := rpc.RegistryTools(rpc.Directory{Merchants: benchDirectory(5), ToolsURL: func() string { return "http://t" }})
+	registry := rpc.RegistryTools(rpc.Directory{Merchants: benchDirectory(5), ToolsURL: func() string { return "http://t" }})
 	f.Fuzz(func(t *testing.T, body, version string) {
 		hdr := http.Header{}
 		hdr.Set("Content-Type", "application/json")
@@ -35,8 +35,8 @@ func FuzzHandleMCP(f *testing.F) {
 			hdr.Set("Mcp-Method", "tools/call")
 			hdr.Set("Mcp-Name", "search_merchants")
 		}
-		r := h.HandleMCP(context.Background(), supplyplan.MCPRequest{Method: "POST", Header: hdr.Get, Body: []byte(body),
-			Resolve: func(context.Context) (supplyplan.ToolSet, error) { return tools, nil }})
+		r := h.HandleMCP(context.Background(), tools.MCPRequest{Method: "POST", Header: hdr.Get, Body: []byte(body),
+			Resolve: func(context.Context) (tools.Set, error) { return registry, nil }})
 		if r.Status == 0 {
 			t.Fatal("no status")
 		}

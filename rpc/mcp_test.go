@@ -20,6 +20,7 @@ import (
 	"github.com/supplyplan/supplyplan/internal/tooltest"
 	"github.com/supplyplan/supplyplan/internal/wait"
 	"github.com/supplyplan/supplyplan/rpc"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // keyStore is a GatewayKeyStore with one key; down makes it fail like an unreachable Redis.
@@ -55,7 +56,7 @@ func newRegistry(t testing.TB, pageSize int) (*httptest.Server, *keyStore) {
 		{Org: supplyplan.Organization{ID: "org_kiosk", Slug: "kiosk", Name: "Kiosk", Capabilities: []string{supplyplan.CapCatalog}},
 			Profile: supplyplan.MerchantProfile{Listed: true, DisplayName: "Corner Kiosk", Categories: []string{"food"}, Region: "US"}},
 	}
-	deps := &supplyplan.ToolDeps{Catalog: tooltest.NewCatalog()}
+	deps := &tools.Deps{Catalog: tooltest.NewCatalog()}
 	srv := rpc.NewRegistryServer(rpc.RegistryConfig{MCP: rpc.Config{Name: "test-registry", Version: "1", PageSize: pageSize, MaxBody: 4096,
 		AllowedOrigins: []string{"https://console.example.com"}}},
 		keys, rpc.Directory{Merchants: dir, ToolDeps: deps, ToolsURL: func() string { return "http://tools.test" }},

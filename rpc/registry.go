@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // Directory is what the registry tools read.
@@ -17,13 +18,13 @@ type Directory struct {
 	Merchants supplyplan.MerchantDirectory
 	// ToolDeps decides which merchant tools are wired (list_merchant_tools shows the same
 	// definitions as the tool service).
-	ToolDeps *supplyplan.ToolDeps
+	ToolDeps *tools.Deps
 	// ToolsURL is the public base URL of the hosted tool service, e.g. http://127.0.0.1:8081.
 	ToolsURL func() string
 }
 
 // RegistryTools returns the discovery tools: search_merchants, get_merchant, list_merchant_tools.
-func RegistryTools(d Directory) supplyplan.ToolSet { return &registryTools{d: d} }
+func RegistryTools(d Directory) tools.Set { return &registryTools{d: d} }
 
 type registryTools struct {
 	d     Directory
@@ -81,7 +82,7 @@ const merchantSchema = `{"type":"object","properties":{
   "mcpUrl":{"type":"string"},"toolsListUrl":{"type":"string"},"updatedAt":{"type":"string","format":"date-time"}},
   "required":["slug","organizationId","displayName","categories","capabilities","mcpUrl","toolsListUrl"]}`
 
-var registryDefs = []supplyplan.ToolDef{
+var registryDefs = []tools.Def{
 	{
 		Name: "search_merchants", Title: "Search merchants",
 		Description: "Find merchants listed in this Supplyplan registry by text, category, capability or region. " +
@@ -96,7 +97,7 @@ var registryDefs = []supplyplan.ToolDef{
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{
   "merchants":{"type":"array","items":` + merchantSchema + `},
   "count":{"type":"integer"},"nextCursor":{"type":"string"}},"required":["merchants","count"]}`),
-		Annotations: &supplyplan.ToolAnnotations{Title: "Search merchants", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: &tools.Annotations{Title: "Search merchants", ReadOnlyHint: true, IdempotentHint: true},
 	},
 	{
 		Name: "get_merchant", Title: "Get merchant",
@@ -110,7 +111,7 @@ var registryDefs = []supplyplan.ToolDef{
     "authentication":{"type":"string"},"publicTools":{"type":"array","items":{"type":"string"}}},
     "required":["transport","mcpUrl","toolsListUrl","toolsCallUrl","authentication","publicTools"]},
   "server":{"type":"object"}},"required":["merchant","connect","server"]}`),
-		Annotations: &supplyplan.ToolAnnotations{Title: "Get merchant", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: &tools.Annotations{Title: "Get merchant", ReadOnlyHint: true, IdempotentHint: true},
 	},
 	{
 		Name: "list_merchant_tools", Title: "List merchant tools",
@@ -124,19 +125,19 @@ var registryDefs = []supplyplan.ToolDef{
     "name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},
     "inputSchema":{"type":"object"},"outputSchema":{"type":"object"}},"required":["name","inputSchema"]}}},
   "required":["slug","tools","mcpUrl","toolsListUrl"]}`),
-		Annotations: &supplyplan.ToolAnnotations{Title: "List merchant tools", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: &tools.Annotations{Title: "List merchant tools", ReadOnlyHint: true, IdempotentHint: true},
 	},
 }
 
 func init() {
 	for i, d := range registryDefs {
-		registryDefs[i] = supplyplan.PrepareToolDef(d)
+		registryDefs[i] = tools.PrepareDef(d)
 	}
 }
 
-func (t *registryTools) Tools() []supplyplan.ToolDef { return registryDefs }
+func (t *registryTools) Tools() []tools.Def { return registryDefs }
 
-func (t *registryTools) Call(ctx context.Context, name string, args json.RawMessage) (supplyplan.ToolResult, error) {
+func (t *registryTools) Call(ctx context.Context, name string, args json.RawMessage) (tools.Result, error) {
 	var v any
 	var text string
 	var err error
@@ -144,7 +145,7 @@ func (t *registryTools) Call(ctx context.Context, name string, args json.RawMess
 	case "search_merchants":
 		res, err := t.search(args)
 		if e, ok := err.(*supplyplan.Error); ok {
-			return supplyplan.ErrorResult(e), nil
+			return tools.ErrorResult(e), nil
 		}
 		return res, err
 	case "get_merchant":
@@ -152,15 +153,15 @@ func (t *registryTools) Call(ctx context.Context, name string, args json.RawMess
 	case "list_merchant_tools":
 		v, text, err = t.listTools(args)
 	default:
-		return supplyplan.ToolResult{}, supplyplan.NotFound("Unknown tool: " + name)
+		return tools.Result{}, supplyplan.NotFound("Unknown tool: " + name)
 	}
 	if err != nil {
 		if e, ok := err.(*supplyplan.Error); ok {
-			return supplyplan.ErrorResult(e), nil
+			return tools.ErrorResult(e), nil
 		}
-		return supplyplan.ToolResult{}, err
+		return tools.Result{}, err
 	}
-	return supplyplan.ToolResult{Structured: v, Text: text}, nil
+	return tools.Result{Structured: v, Text: text}, nil
 }
 
 type merchantView struct {
@@ -200,7 +201,7 @@ func (t *registryTools) view(m supplyplan.Merchant) merchantView {
 		UpdatedAt: m.Profile.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
 }
 
-func (t *registryTools) search(args json.RawMessage) (supplyplan.ToolResult, error) {
+func (t *registryTools) search(args json.RawMessage) (tools.Result, error) {
 	var in struct {
 		Query      string `json:"query"`
 		Category   string `json:"category"`
@@ -209,23 +210,23 @@ func (t *registryTools) search(args json.RawMessage) (supplyplan.ToolResult, err
 		Limit      *int   `json:"limit"`
 		Cursor     string `json:"cursor"`
 	}
-	if err := supplyplan.DecodeArgs(args, &in); err != nil {
-		return supplyplan.ToolResult{}, err
+	if err := tools.DecodeArgs(args, &in); err != nil {
+		return tools.Result{}, err
 	}
 	q := supplyplan.MerchantQuery{Query: in.Query, Category: in.Category, Capability: in.Capability, Region: in.Region, Cursor: in.Cursor}
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > supplyplan.MaxMerchantPage {
-			return supplyplan.ToolResult{}, supplyplan.Invalid("limit", "must be between 1 and %d", supplyplan.MaxMerchantPage)
+			return tools.Result{}, supplyplan.Invalid("limit", "must be between 1 and %d", supplyplan.MaxMerchantPage)
 		}
 		q.Limit = *in.Limit
 	}
 	if len(in.Query) > 200 {
-		return supplyplan.ToolResult{}, supplyplan.Invalid("query", "must be at most 200 characters")
+		return tools.Result{}, supplyplan.Invalid("query", "must be at most 200 characters")
 	}
 	all := t.d.Merchants.ListedMerchants()
 	page, next, err := supplyplan.SearchMerchantIndexes(all, q)
 	if err != nil {
-		return supplyplan.ToolResult{}, err
+		return tools.Result{}, err
 	}
 	// Both renderings are assembled from the snapshot's pre-encoded pieces.
 	cache := t.views(all)
@@ -265,14 +266,14 @@ func (t *registryTools) search(args json.RawMessage) (supplyplan.ToolResult, err
 	}
 	out = append(out, '}')
 	text = append(text, '"')
-	return supplyplan.ToolResult{Structured: json.RawMessage(out), TextJSON: text}, nil
+	return tools.Result{Structured: json.RawMessage(out), TextJSON: text}, nil
 }
 
 func (t *registryTools) find(args json.RawMessage) (supplyplan.Merchant, error) {
 	var in struct {
 		Slug string `json:"slug"`
 	}
-	if err := supplyplan.DecodeArgs(args, &in); err != nil {
+	if err := tools.DecodeArgs(args, &in); err != nil {
 		return supplyplan.Merchant{}, err
 	}
 	if in.Slug == "" {
@@ -286,8 +287,8 @@ func (t *registryTools) find(args json.RawMessage) (supplyplan.Merchant, error) 
 	return supplyplan.Merchant{}, supplyplan.NotFound("Merchant " + in.Slug)
 }
 
-func (t *registryTools) merchantTools(m supplyplan.Merchant) []supplyplan.ToolDef {
-	ts := supplyplan.NewToolSet(m.Org, supplyplan.ToolAccess{Principal: supplyplan.Principal{OrgID: m.Org.ID}}, t.d.ToolDeps)
+func (t *registryTools) merchantTools(m supplyplan.Merchant) []tools.Def {
+	ts := tools.NewSet(m.Org, tools.Access{Principal: supplyplan.Principal{OrgID: m.Org.ID}}, t.d.ToolDeps)
 	return ts.Tools()
 }
 
@@ -299,7 +300,7 @@ func (t *registryTools) get(args json.RawMessage) (any, string, error) {
 	v := t.view(m)
 	public := []string{}
 	for _, d := range t.merchantTools(m) {
-		if p, _ := d.Meta[supplyplan.MetaPublic].(bool); p {
+		if p, _ := d.Meta[tools.MetaPublic].(bool); p {
 			public = append(public, d.Name)
 		}
 	}
@@ -334,7 +335,7 @@ func (t *registryTools) listTools(args json.RawMessage) (any, string, error) {
 	v := t.view(m)
 	defs := t.merchantTools(m)
 	if defs == nil {
-		defs = []supplyplan.ToolDef{}
+		defs = []tools.Def{}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d tool(s) of %s at %s", len(defs), v.Slug, v.MCPURL)

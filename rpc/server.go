@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // NetHTTP adapts the MCP core to net/http. resolve authenticates one request and returns its
-// tools (see supplyplan.MCPRequest.Resolve).
-func (h *Handler) NetHTTP(resolve func(r *http.Request) func(context.Context) (supplyplan.ToolSet, error), timeout time.Duration) http.Handler {
+// tools (see tools.MCPRequest.Resolve).
+func (h *Handler) NetHTTP(resolve func(r *http.Request) func(context.Context) (tools.Set, error), timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
@@ -41,7 +42,7 @@ func (h *Handler) NetHTTP(resolve func(r *http.Request) func(context.Context) (s
 			}
 			body = b
 		}
-		resp := h.HandleMCP(ctx, supplyplan.MCPRequest{Method: r.Method, Header: r.Header.Get, Body: body, Resolve: resolve(r)})
+		resp := h.HandleMCP(ctx, tools.MCPRequest{Method: r.Method, Header: r.Header.Get, Body: body, Resolve: resolve(r)})
 		for _, kv := range resp.Header {
 			w.Header().Add(kv[0], kv[1])
 		}
@@ -82,7 +83,7 @@ type RegistryServer struct {
 	cfg    RegistryConfig
 	log    *slog.Logger
 	keys   supplyplan.GatewayKeyStore
-	tools  supplyplan.ToolSet
+	tools  tools.Set
 	health map[string]func(context.Context) error
 	mux    *http.ServeMux
 	srv    *http.Server
@@ -114,8 +115,8 @@ func NewRegistryServer(cfg RegistryConfig, keys supplyplan.GatewayKeyStore, dir 
 	return s
 }
 
-func (s *RegistryServer) resolve(r *http.Request) func(context.Context) (supplyplan.ToolSet, error) {
-	return func(ctx context.Context) (supplyplan.ToolSet, error) {
+func (s *RegistryServer) resolve(r *http.Request) func(context.Context) (tools.Set, error) {
+	return func(ctx context.Context) (tools.Set, error) {
 		key, ok := Bearer(r.Header.Get("Authorization"))
 		if !ok {
 			return nil, &supplyplan.Error{Code: supplyplan.EUNAUTHORIZED, Message: "a gateway key is required (Authorization: Bearer <key>)"}

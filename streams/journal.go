@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/fsutil"
 )
 
 // ErrClosed is returned for appends after Close.
@@ -327,7 +329,7 @@ func (j *Journal) segmentFor(stream string, seq uint64) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsutil.SyncDir(dir); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
@@ -381,18 +383,6 @@ func listSegments(dir string) ([]uint64, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir: %w", err)
-	}
-	return nil
 }
 
 // Streams lists the streams that have a directory.
@@ -530,41 +520,27 @@ func readSnapshot(dir string) (uint64, []byte, error) {
 	return seq, data[12:], nil
 }
 
-// SaveSnapshot stores data as the state of stream after entry seq (atomically: temp file, fsync,
-// rename), rolls the stream to a new segment and deletes segments that hold only entries <= seq.
+// SaveSnapshot stores data as the state of stream after entry seq (atomically and durably:
+// fsutil.WriteFile), rolls the stream to a new segment and deletes segments that hold only
+// entries <= seq.
 func (j *Journal) SaveSnapshot(stream string, seq uint64, data []byte) error {
 	start := time.Now()
 	dir, err := j.streamDir(stream)
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "snapshot.tmp")
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("create snapshot: %w", err)
-	}
 	var h [12]byte
 	binary.LittleEndian.PutUint64(h[0:8], seq)
 	binary.LittleEndian.PutUint32(h[8:12], crc32.Checksum(data, castagnoli))
-	_, err = f.Write(h[:])
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write snapshot: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "snapshot")); err != nil {
-		return fmt.Errorf("install snapshot: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
+	err = fsutil.WriteFile(filepath.Join(dir, "snapshot"), 0o600, func(w io.Writer) error {
+		if _, err := w.Write(h[:]); err != nil {
+			return err
+		}
+		_, err := w.Write(data)
 		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write snapshot: %w", err)
 	}
 	// Roll so that the current segment can be deleted at the next snapshot at the latest.
 	ch := make(chan error, 1)

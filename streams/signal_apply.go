@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/backoff"
 )
 
 // This file is the part of the signal path shared by the Kafka consumer and the in-process stream:
@@ -141,7 +141,7 @@ func (g *signalGrouper) take() []orgGroup {
 type signalApplier struct {
 	sink        supplyplan.SignalSink
 	concurrency int
-	retry       backoff // zero: no retry, the first error is the group's
+	retry       supplyplan.RetryPolicy // zero: no retry, the first error is the group's
 	log         *slog.Logger
 	stats       *signalCounters
 }
@@ -189,43 +189,46 @@ func (a *signalApplier) apply(ctx context.Context, groups []orgGroup) error {
 }
 
 func (a *signalApplier) applyGroup(ctx context.Context, g *orgGroup) error {
-	for attempt := 0; ; attempt++ {
+	if a.retry.Base == 0 { // no retry: the first error is the group's
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		a.stats.sinkCalls.Add(1)
-		out, err := a.sink.ApplySignals(ctx, g.org, g.signals)
-		if err == nil {
-			err = checkOutcomes(out, len(g.signals))
+		g.err = a.call(ctx, g)
+		return nil
+	}
+	return backoff.Retry(ctx, a.retry, func(attempt int) error {
+		err := a.call(ctx, g)
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("apply demand signals failed; retrying", "org", g.org, "signals", len(g.signals),
+				"attempt", attempt+1, "err", err)
 		}
-		if err == nil {
-			g.outcomes, g.err = out, nil
-			for _, o := range out {
-				switch o.Status {
-				case supplyplan.SignalApplied:
-					a.stats.applied.Add(1)
-				case supplyplan.SignalDuplicate:
-					a.stats.duplicates.Add(1)
-				case supplyplan.SignalRejected:
-					a.stats.rejected.Add(1)
-				}
-			}
-			return nil
-		}
+		return err
+	})
+}
+
+// call makes one sink call for the group and leaves its outcomes in it.
+func (a *signalApplier) call(ctx context.Context, g *orgGroup) error {
+	a.stats.sinkCalls.Add(1)
+	out, err := a.sink.ApplySignals(ctx, g.org, g.signals)
+	if err == nil {
+		err = checkOutcomes(out, len(g.signals))
+	}
+	if err != nil {
 		a.stats.sinkErrors.Add(1)
-		if a.retry.min == 0 {
-			g.err = err
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		a.log.Warn("apply demand signals failed; retrying", "org", g.org, "signals", len(g.signals),
-			"attempt", attempt+1, "err", err)
-		if !a.retry.wait(ctx, attempt) {
-			return ctx.Err()
+		return err
+	}
+	g.outcomes, g.err = out, nil
+	for _, o := range out {
+		switch o.Status {
+		case supplyplan.SignalApplied:
+			a.stats.applied.Add(1)
+		case supplyplan.SignalDuplicate:
+			a.stats.duplicates.Add(1)
+		case supplyplan.SignalRejected:
+			a.stats.rejected.Add(1)
 		}
 	}
+	return nil
 }
 
 func checkOutcomes(out []supplyplan.SignalOutcome, n int) error {
@@ -240,23 +243,9 @@ func checkOutcomes(out []supplyplan.SignalOutcome, n int) error {
 	return nil
 }
 
-// backoff is an exponential delay with jitter between min and max.
-type backoff struct{ min, max time.Duration }
-
-// wait sleeps before retry number attempt+1; false when ctx ended first.
-func (b backoff) wait(ctx context.Context, attempt int) bool {
-	d := b.min
-	for i := 0; i < attempt && d < b.max; i++ {
-		d *= 2
-	}
-	d = min(d, b.max)
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// signalRetry spaces the retries of sink calls and dead-letter writes: retry n waits a random
+// time in [d/2, d], d doubling from lo up to hi. (A RetryPolicy scales its delay by [1-J, 1+J]:
+// three quarters of d scaled by [2/3, 4/3] is that range.)
+func signalRetry(lo, hi time.Duration) supplyplan.RetryPolicy {
+	return supplyplan.RetryPolicy{Base: lo * 3 / 4, Factor: 2, Cap: hi * 3 / 4, Jitter: 1.0 / 3}
 }

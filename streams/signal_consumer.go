@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/backoff"
 )
 
 // DefaultSignalTopic is the topic demand signals are read from unless configured otherwise.
@@ -158,7 +159,7 @@ func (c *SignalConsumer) Open() error {
 	cfg := c.cfg
 	c.log = cfg.Logger.With("topic", cfg.Topic, "group", cfg.GroupID)
 	c.applier = &signalApplier{sink: c.sink, concurrency: cfg.ApplyConcurrency,
-		retry: backoff{cfg.RetryMin, cfg.RetryMax}, log: c.log, stats: &c.stats}
+		retry: signalRetry(cfg.RetryMin, cfg.RetryMax), log: c.log, stats: &c.stats}
 	c.slots = make(chan struct{}, cfg.MaxInFlight)
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                cfg.GroupID,
@@ -607,7 +608,7 @@ func (c *SignalConsumer) deadLetter(ctx context.Context, b *consumerBatch) error
 	for _, d := range b.bad {
 		reasons[d.reason]++
 	}
-	for attempt := 0; ; attempt++ {
+	return backoff.Retry(ctx, c.applier.retry, func(attempt int) error {
 		err := c.dlq.WriteMessages(ctx, out...)
 		if err == nil {
 			c.stats.deadLettered.Add(int64(len(out)))
@@ -628,17 +629,14 @@ func (c *SignalConsumer) deadLetter(ctx context.Context, b *consumerBatch) error
 				}
 			}
 			c.stats.deadLettered.Add(int64(len(out) - len(failed)))
-			out = failed
+			out = failed // only these are written again
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ctx.Err() == nil {
+			c.log.Warn("write dead letters; retrying", "topic", c.cfg.DLQTopic, "messages", len(out),
+				"attempt", attempt+1, "err", err)
 		}
-		c.log.Warn("write dead letters; retrying", "topic", c.cfg.DLQTopic, "messages", len(out),
-			"attempt", attempt+1, "err", err)
-		if !c.applier.retry.wait(ctx, attempt) {
-			return ctx.Err()
-		}
-	}
+		return err
+	})
 }
 
 // kafkaLogger adapts kafka-go's printf logging to slog at the given level.

@@ -2,7 +2,6 @@ package streams
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/jsonscan"
 )
 
 // Reasons a message is refused before it reaches the sink (see also the supplyplan.Reject* codes
@@ -283,19 +283,19 @@ var signalFieldNames = [...]string{fieldID: "signalId", fieldOrg: "organizationI
 // anything outside the common shape: escapes, nested values, invalid UTF-8, keys that differ from
 // a field name only by case, type mismatches, numbers out of range, syntax errors.
 func (f *rawSignal) parse(b []byte) bool {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = skipWS(b, i+1)
+	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return skipWS(b, i+1) == len(b)
+		return jsonscan.SkipWS(b, i+1) == len(b)
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return false
 		}
-		k, j, ok := scanString(b, i+1, true)
+		k, j, ok := jsonscan.ScanString(b, i+1, true)
 		if !ok {
 			return false
 		}
@@ -303,11 +303,11 @@ func (f *rawSignal) parse(b []byte) bool {
 		if field < 0 {
 			return false
 		}
-		i = skipWS(b, j)
+		i = jsonscan.SkipWS(b, j)
 		if i >= len(b) || b[i] != ':' {
 			return false
 		}
-		i = skipWS(b, i+1)
+		i = jsonscan.SkipWS(b, i+1)
 		if i >= len(b) {
 			return false
 		}
@@ -315,17 +315,17 @@ func (f *rawSignal) parse(b []byte) bool {
 		case fieldQty:
 			switch {
 			case b[i] == 'n':
-				if !bytes.HasPrefix(b[i:], litNull) {
+				if !jsonscan.Literal(b, i, "null") {
 					return false
 				}
 				f.hasQty = false // encoding/json sets a pointer to nil on null
 				i += 4
 			default:
-				j := scanNumber(b, i)
-				if j < 0 {
+				j, fault := jsonscan.ScanNumber(b, i)
+				if fault != jsonscan.NumberOK {
 					return false
 				}
-				v, ok := parseDecimal(b[i:j])
+				v, ok := jsonscan.ParseDecimal(b[i:j])
 				if !ok {
 					var err error
 					if v, err = strconv.ParseFloat(string(b[i:j]), 64); err != nil {
@@ -336,7 +336,7 @@ func (f *rawSignal) parse(b []byte) bool {
 				i = j
 			}
 		case fieldUnknown:
-			j := skipScalar(b, i)
+			j := jsonscan.SkipScalar(b, i)
 			if j < 0 {
 				return false
 			}
@@ -344,14 +344,14 @@ func (f *rawSignal) parse(b []byte) bool {
 		default:
 			switch b[i] {
 			case '"':
-				s, j, ok := scanString(b, i+1, true)
+				s, j, ok := jsonscan.ScanString(b, i+1, true)
 				if !ok {
 					return false
 				}
 				f.set(field, s)
 				i = j
 			case 'n': // null leaves a string unchanged
-				if !bytes.HasPrefix(b[i:], litNull) {
+				if !jsonscan.Literal(b, i, "null") {
 					return false
 				}
 				i += 4
@@ -359,15 +359,15 @@ func (f *rawSignal) parse(b []byte) bool {
 				return false
 			}
 		}
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) {
 			return false
 		}
 		switch b[i] {
 		case ',':
-			i = skipWS(b, i+1)
+			i = jsonscan.SkipWS(b, i+1)
 		case '}':
-			return skipWS(b, i+1) == len(b)
+			return jsonscan.SkipWS(b, i+1) == len(b)
 		default:
 			return false
 		}
@@ -390,12 +390,6 @@ func (f *rawSignal) set(field int, s []byte) {
 		f.at = s
 	}
 }
-
-var (
-	litNull  = []byte("null")
-	litTrue  = []byte("true")
-	litFalse = []byte("false")
-)
 
 // matchField returns the field a key names, fieldUnknown, or -1 when the key is not plain ASCII or
 // matches a field only case-insensitively (encoding/json folds case; we leave those to it).
@@ -427,194 +421,4 @@ func matchField(k []byte) int {
 		}
 	}
 	return fieldUnknown
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// plainByte marks the bytes a string can hold without a closer look: not a quote, backslash,
-// control character or part of a multi-byte sequence.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// plainASCII reports whether every byte of b is plainByte, eight bytes at a time.
-func plainASCII(b []byte) bool {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	for len(b) >= 8 {
-		x := binary.LittleEndian.Uint64(b)
-		// A byte is special when its top bit is set, it is below 0x20, or it is a backslash
-		// (quotes cannot occur: b ends before the first one).
-		below := (x - lo*0x20) & ^x
-		bs := x ^ (lo * '\\')
-		if (x|below|((bs-lo)&^bs))&hi != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if !plainByte[c] {
-			return false
-		}
-	}
-	return true
-}
-
-// scanString scans a string body starting after its opening quote and returns the body and the
-// index after the closing quote. With strict, escapes and invalid UTF-8 decline (ok false); without
-// it they are only checked for validity (the value is skipped).
-func scanString(b []byte, i int, strict bool) (s []byte, next int, ok bool) {
-	start := i
-	if q := bytes.IndexByte(b[i:], '"'); q >= 0 && plainASCII(b[i:i+q]) {
-		return b[i : i+q], i + q + 1, true // the common case: nothing special inside
-	}
-	for i < len(b) && plainByte[b[i]] {
-		i++
-	}
-	ascii := true
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			s = b[start:i]
-			if !ascii && strict && !utf8.Valid(s) {
-				return nil, 0, false
-			}
-			return s, i + 1, true
-		case c < 0x20:
-			return nil, 0, false
-		case c == '\\':
-			if strict || i+1 >= len(b) {
-				return nil, 0, false
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) {
-					return nil, 0, false
-				}
-				for _, h := range b[i+2 : i+6] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return nil, 0, false
-					}
-				}
-				i += 6
-			default:
-				return nil, 0, false
-			}
-		case c >= utf8.RuneSelf:
-			ascii = false
-			i++
-		default:
-			i++
-		}
-	}
-	return nil, 0, false
-}
-
-// scanNumber returns the index after a JSON number starting at i, or -1.
-func scanNumber(b []byte, i int) int {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i >= len(b):
-		return -1
-	case b[i] == '0':
-		i++
-	case '1' <= b[i] && b[i] <= '9':
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			i++
-		}
-	default:
-		return -1
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return -1
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return -1
-		}
-	}
-	return i
-}
-
-var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
-
-// parseDecimal converts a JSON number without exponent and with at most 15 digits, exactly as
-// strconv.ParseFloat does (an integer below 2^53 divided by an exact power of ten is correctly
-// rounded); ok is false for anything else.
-func parseDecimal(b []byte) (float64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	var m uint64
-	digits, frac := 0, -1
-	for k, c := range b {
-		switch {
-		case '0' <= c && c <= '9':
-			m = m*10 + uint64(c-'0')
-			digits++
-		case c == '.' && frac < 0:
-			frac = k
-		default:
-			return 0, false
-		}
-	}
-	if digits == 0 || digits > 15 {
-		return 0, false
-	}
-	v := float64(m)
-	if frac >= 0 {
-		v /= pow10[len(b)-frac-1]
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
-}
-
-// skipScalar skips a string, number, true, false or null; -1 for anything else.
-func skipScalar(b []byte, i int) int {
-	switch c := b[i]; {
-	case c == '"':
-		_, j, ok := scanString(b, i+1, false)
-		if !ok {
-			return -1
-		}
-		return j
-	case c == 't' && bytes.HasPrefix(b[i:], litTrue):
-		return i + 4
-	case c == 'f' && bytes.HasPrefix(b[i:], litFalse):
-		return i + 5
-	case c == 'n' && bytes.HasPrefix(b[i:], litNull):
-		return i + 4
-	default:
-		return scanNumber(b, i)
-	}
 }

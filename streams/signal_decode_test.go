@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/jsonscan"
 )
 
 func TestDecodeSignal(t *testing.T) {
@@ -94,18 +95,18 @@ func FuzzDecodeSignal(f *testing.F) {
 		if r1 != r2 || m1 != m2 || (r1 == "" && !sameSignal(fast, slow)) {
 			t.Fatalf("fast %q %q %+v\nslow %q %q %+v", r1, m1, fast, r2, m2, slow)
 		}
-		if v, ok := parseDecimal([]byte(value)); ok {
+		if v, ok := jsonscan.ParseDecimal([]byte(value)); ok {
 			if w, err := strconv.ParseFloat(value, 64); err != nil || math.Float64bits(v) != math.Float64bits(w) {
-				t.Fatalf("parseDecimal(%q) = %v, ParseFloat %v %v", value, v, w, err)
+				t.Fatalf("ParseDecimal(%q) = %v, ParseFloat %v %v", value, v, w, err)
 			}
 		}
-		noQuotes := strings.ReplaceAll(value, `"`, "x") // plainASCII is never asked about quotes
+		noQuotes := strings.ReplaceAll(value, `"`, "x") // PlainASCII is never asked about quotes
 		plain := true
 		for _, c := range []byte(noQuotes) {
-			plain = plain && plainByte[c]
+			plain = plain && jsonscan.IsPlain(c)
 		}
-		if got := plainASCII([]byte(noQuotes)); got != plain {
-			t.Fatalf("plainASCII(%q) = %v, want %v", noQuotes, got, plain)
+		if got := jsonscan.PlainASCII([]byte(noQuotes)); got != plain {
+			t.Fatalf("PlainASCII(%q) = %v, want %v", noQuotes, got, plain)
 		}
 		var f rawSignal
 		if f.parse([]byte(value)) {

@@ -25,6 +25,7 @@ import (
 	"github.com/supplyplan/supplyplan/internal/tooltest"
 	"github.com/supplyplan/supplyplan/rpc"
 	"github.com/supplyplan/supplyplan/streams"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // Options tune a run.
@@ -110,8 +111,8 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 	}
 
 	planning := tooltest.NewPlanning()
-	deps := &supplyplan.ToolDeps{Catalog: tooltest.NewCatalog(), Forecasts: planning, Transfers: planning, Audit: sys,
-		Confirm: &supplyplan.Confirmer{Secret: []byte("bench")}}
+	deps := &tools.Deps{Catalog: tooltest.NewCatalog(), Forecasts: planning, Transfers: planning, Audit: sys,
+		Confirm: &tools.Confirmer{Secret: []byte("bench")}}
 	tools := sphttp.NewToolServer(sphttp.ToolsConfig{Addr: "127.0.0.1:0", Logger: opt.Logger},
 		sphttp.ToolsServices{Keys: sys, Merchants: sys, Deps: deps, MCP: rpc.NewHandler(rpc.Config{Name: "tools", Version: "bench", Logger: opt.Logger})})
 	if err := tools.Open(); err != nil {

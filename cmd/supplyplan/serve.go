@@ -17,10 +17,12 @@ import (
 	"github.com/supplyplan/supplyplan/actors"
 	"github.com/supplyplan/supplyplan/analytics"
 	sphttp "github.com/supplyplan/supplyplan/http"
+	"github.com/supplyplan/supplyplan/internal/fsutil"
 	"github.com/supplyplan/supplyplan/outbound"
 	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/rpc"
 	"github.com/supplyplan/supplyplan/streams"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // Main wires the adapters: it opens them in dependency order and closes them in reverse.
@@ -48,7 +50,7 @@ type Main struct {
 	// unless set. Tests may set Catalog, or Planning (both planning contracts).
 	Catalog    supplyplan.CatalogService
 	Forecaster supplyplan.Forecaster
-	Planning   supplyplan.PlanningToolService
+	Planning   tools.PlanningBackend
 
 	unsubscribe func()
 	gate        *redisstore.Gate
@@ -222,30 +224,16 @@ func (m *Main) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// writeCredentials writes the demo credentials file atomically with mode 0600.
+// writeCredentials writes the demo credentials file atomically and durably with mode 0600.
 func writeCredentials(path string, c supplyplan.Credentials) error {
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("create credentials: %w", err)
-	}
-	if _, err = f.Write(append(b, '\n')); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := fsutil.WriteFileBytes(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write credentials: %w", err)
 	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // lockDataDir takes an exclusive lock on <dir>/LOCK so that two processes never write one journal.
@@ -310,7 +298,7 @@ func (m *Main) outboundConfig() (ob actors.OutboundConfig, al actors.AlertsConfi
 		}
 	}
 	if cfg.RedisAddr != "" {
-		g := redisstore.NewGate(redisstore.GateConfig{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix})
+		g := redisstore.NewGate(redisstore.Config{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, Prefix: cfg.RedisPrefix})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := g.Open(ctx); err != nil {

@@ -14,15 +14,17 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	sphttp "github.com/supplyplan/supplyplan/http"
+	"github.com/supplyplan/supplyplan/internal/fsutil"
 	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/rpc"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 // mcpParts are what the MCP surfaces share, prepared before the servers start.
 type mcpParts struct {
 	gateway supplyplan.GatewayKeyStore
 	health  map[string]func(context.Context) error
-	deps    *supplyplan.ToolDeps
+	deps    *tools.Deps
 	origins []string
 }
 
@@ -52,17 +54,17 @@ func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 	if err != nil {
 		return err
 	}
-	m.mcp.deps = &supplyplan.ToolDeps{Catalog: m.Catalog, Audit: m.System.MCP, Confirm: &supplyplan.Confirmer{Secret: secret}}
+	m.mcp.deps = &tools.Deps{Catalog: m.Catalog, Audit: m.System.MCP, Confirm: &tools.Confirmer{Secret: secret}}
 	switch {
 	case m.Planning != nil:
 		m.mcp.deps.Forecasts, m.mcp.deps.Transfers = m.Planning, m.Planning
 	default:
-		m.mcp.deps.Transfers = supplyplan.TransferTools{Service: m.System.Transfers}
+		m.mcp.deps.Transfers = tools.TransferTools{Service: m.System.Transfers}
 		if m.Forecaster == nil {
 			m.Forecaster = m.System.Forecasts
 		}
 		if m.Forecaster != nil && m.Catalog != nil {
-			m.mcp.deps.Forecasts = supplyplan.ForecastTools{Forecaster: m.Forecaster, Catalog: m.Catalog}
+			m.mcp.deps.Forecasts = tools.ForecastTools{Forecaster: m.Forecaster, Catalog: m.Catalog}
 		}
 	}
 	for _, o := range strings.Split(cfg.MCPAllowedOrigins, ",") {
@@ -133,7 +135,7 @@ func toolsSecret(cfg Config) ([]byte, error) {
 		return nil, err
 	}
 	secret := hex.EncodeToString(raw)
-	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+	if err := fsutil.WriteFileBytes(path, []byte(secret+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("write tools secret: %w", err)
 	}
 	return []byte(secret), nil

@@ -1,5 +1,5 @@
 // Package tooltest holds in-memory implementations of the tool service's backends for tests:
-// a CatalogService with a small outdoor-gear catalog and a PlanningToolService with two
+// a CatalogService with a small outdoor-gear catalog and a tools.PlanningBackend with two
 // recommendations. Every organization sees the same data.
 package tooltest
 
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/tools"
 )
 
 func price(f float64) *float64 { return &f }
@@ -138,36 +139,36 @@ func (c *Catalog) GetOrder(_ context.Context, _ supplyplan.Principal, id string)
 	return supplyplan.Order{}, supplyplan.NotFound("Order")
 }
 
-// Planning is a fake supplyplan.PlanningToolService with recommendations REC-1 and REC-2 (PENDING).
+// Planning is a fake tools.PlanningBackend with recommendations REC-1 and REC-2 (PENDING).
 type Planning struct {
 	mu        sync.Mutex
-	recs      map[string]*supplyplan.TransferToolRecommendation
+	recs      map[string]*tools.Recommendation
 	Approvals int
 }
 
 // NewPlanning returns the fixture planning service.
 func NewPlanning() *Planning {
-	return &Planning{recs: map[string]*supplyplan.TransferToolRecommendation{
+	return &Planning{recs: map[string]*tools.Recommendation{
 		"REC-1": {ID: "REC-1", SKU: "TENT-2P", FromLocationID: "WH-EAST", ToLocationID: "STORE-BERLIN", Quantity: 8, Status: "PENDING", Reason: "cover below 2 weeks"},
 		"REC-2": {ID: "REC-2", SKU: "BOOT-42", FromLocationID: "WH-EAST", ToLocationID: "STORE-BERLIN", Quantity: 4, Status: "PENDING"},
 	}}
 }
 
-// DemandForecast implements supplyplan.PlanningToolService.
-func (p *Planning) DemandForecast(_ context.Context, _ supplyplan.Principal, q supplyplan.ForecastToolQuery) (supplyplan.ForecastToolResult, error) {
+// DemandForecast implements tools.PlanningBackend.
+func (p *Planning) DemandForecast(_ context.Context, _ supplyplan.Principal, q tools.ForecastQuery) (tools.ForecastResult, error) {
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	res := supplyplan.ForecastToolResult{SKU: q.SKU, LocationID: q.LocationID, Model: "fake"}
+	res := tools.ForecastResult{SKU: q.SKU, LocationID: q.LocationID, Model: "fake"}
 	for i := range q.Weeks {
-		res.Weeks = append(res.Weeks, supplyplan.ForecastWeek{WeekStart: start.AddDate(0, 0, 7*i), Forecast: supplyplan.Quantity(10 + i)})
+		res.Weeks = append(res.Weeks, tools.ForecastWeek{WeekStart: start.AddDate(0, 0, 7*i), Forecast: supplyplan.Quantity(10 + i)})
 	}
 	return res, nil
 }
 
-// ListTransferRecommendations implements supplyplan.PlanningToolService.
-func (p *Planning) ListTransferRecommendations(_ context.Context, _ supplyplan.Principal, f supplyplan.TransferToolFilter) ([]supplyplan.TransferToolRecommendation, error) {
+// ListTransferRecommendations implements tools.PlanningBackend.
+func (p *Planning) ListTransferRecommendations(_ context.Context, _ supplyplan.Principal, f tools.TransferFilter) ([]tools.Recommendation, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []supplyplan.TransferToolRecommendation
+	var out []tools.Recommendation
 	for _, id := range []string{"REC-1", "REC-2"} {
 		r := p.recs[id]
 		if f.Status == "" || r.Status == f.Status {
@@ -177,28 +178,28 @@ func (p *Planning) ListTransferRecommendations(_ context.Context, _ supplyplan.P
 	return out, nil
 }
 
-// ExplainRecommendation implements supplyplan.PlanningToolService.
-func (p *Planning) ExplainRecommendation(_ context.Context, _ supplyplan.Principal, id string) (supplyplan.RecommendationExplanation, error) {
+// ExplainRecommendation implements tools.PlanningBackend.
+func (p *Planning) ExplainRecommendation(_ context.Context, _ supplyplan.Principal, id string) (tools.RecommendationExplanation, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, ok := p.recs[id]
 	if !ok {
-		return supplyplan.RecommendationExplanation{}, supplyplan.NotFound("Recommendation")
+		return tools.RecommendationExplanation{}, supplyplan.NotFound("Recommendation")
 	}
-	return supplyplan.RecommendationExplanation{Recommendation: *r, Explanation: "The store covers less than two weeks of demand.",
-		Factors: []supplyplan.RecommendationFactor{{Name: "weeksOfCover", Value: 1.5}}}, nil
+	return tools.RecommendationExplanation{Recommendation: *r, Explanation: "The store covers less than two weeks of demand.",
+		Factors: []tools.RecommendationFactor{{Name: "weeksOfCover", Value: 1.5}}}, nil
 }
 
-// ApproveTransferRecommendation implements supplyplan.PlanningToolService.
-func (p *Planning) ApproveTransferRecommendation(_ context.Context, _ supplyplan.Principal, id string) (supplyplan.TransferToolRecommendation, error) {
+// ApproveTransferRecommendation implements tools.PlanningBackend.
+func (p *Planning) ApproveTransferRecommendation(_ context.Context, _ supplyplan.Principal, id string) (tools.Recommendation, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, ok := p.recs[id]
 	if !ok {
-		return supplyplan.TransferToolRecommendation{}, supplyplan.NotFound("Recommendation")
+		return tools.Recommendation{}, supplyplan.NotFound("Recommendation")
 	}
 	if r.Status != "PENDING" {
-		return supplyplan.TransferToolRecommendation{}, supplyplan.Conflict("Recommendation is %s", r.Status)
+		return tools.Recommendation{}, supplyplan.Conflict("Recommendation is %s", r.Status)
 	}
 	r.Status = "APPROVED"
 	p.Approvals++

@@ -1,4 +1,4 @@
-package supplyplan
+package tools
 
 import (
 	"bytes"
@@ -7,42 +7,42 @@ import (
 	"slices"
 )
 
-// ToolDef is a tool definition in the MCP shape (tools/list), also served by GET /tools/list.
-type ToolDef struct {
-	Name         string           `json:"name"`
-	Title        string           `json:"title,omitempty"`
-	Description  string           `json:"description,omitempty"`
-	InputSchema  json.RawMessage  `json:"inputSchema"`
-	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
-	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
-	Meta         map[string]any   `json:"_meta,omitempty"`
-	// Raw is the definition's JSON, encoded once (PrepareToolDef); tools/list writes it as is.
+// Def is a tool definition in the MCP shape (tools/list), also served by GET /tools/list.
+type Def struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	Meta         map[string]any  `json:"_meta,omitempty"`
+	// Raw is the definition's JSON, encoded once (PrepareDef); tools/list writes it as is.
 	Raw json.RawMessage `json:"-"`
 }
 
-// PrepareToolDef compacts the schemas and fills Raw. Definitions are static: prepare them once.
-func PrepareToolDef(d ToolDef) ToolDef {
+// PrepareDef compacts the schemas and fills Raw. Definitions are static: prepare them once.
+func PrepareDef(d Def) Def {
 	compact := func(m json.RawMessage) json.RawMessage {
 		if len(m) == 0 {
 			return m
 		}
 		var b bytes.Buffer
 		if err := json.Compact(&b, m); err != nil {
-			panic("supplyplan: invalid schema of tool " + d.Name + ": " + err.Error())
+			panic("tools: invalid schema of tool " + d.Name + ": " + err.Error())
 		}
 		return b.Bytes()
 	}
 	d.InputSchema, d.OutputSchema, d.Raw = compact(d.InputSchema), compact(d.OutputSchema), nil
 	raw, err := json.Marshal(d)
 	if err != nil {
-		panic("supplyplan: encode tool " + d.Name + ": " + err.Error())
+		panic("tools: encode tool " + d.Name + ": " + err.Error())
 	}
 	d.Raw = raw
 	return d
 }
 
-// ToolAnnotations are MCP's behaviour hints.
-type ToolAnnotations struct {
+// Annotations are MCP's behaviour hints.
+type Annotations struct {
 	Title           string `json:"title,omitempty"`
 	ReadOnlyHint    bool   `json:"readOnlyHint"`
 	DestructiveHint bool   `json:"destructiveHint"`
@@ -50,10 +50,10 @@ type ToolAnnotations struct {
 	OpenWorldHint   bool   `json:"openWorldHint"`
 }
 
-// ToolResult is the outcome of a tool call: structured content (a JSON object matching the
+// Result is the outcome of a tool call: structured content (a JSON object matching the
 // tool's output schema) and a text rendering. IsError marks a tool-level failure (bad arguments,
 // unknown product, ...), which MCP returns as a result, not as a protocol error.
-type ToolResult struct {
+type Result struct {
 	Structured any
 	Text       string
 	// TextJSON, when set, is Text already encoded as a JSON string (quotes included).
@@ -61,13 +61,13 @@ type ToolResult struct {
 	IsError  bool
 }
 
-// ToolSet is the tools one caller may use: the registry's discovery tools, or a merchant's tools
+// Set is the tools one caller may use: the registry's discovery tools, or a merchant's tools
 // filtered by capability and access.
-type ToolSet interface {
+type Set interface {
 	// Tools lists the definitions in a stable order.
-	Tools() []ToolDef
+	Tools() []Def
 	// Call runs a tool. A NOT_FOUND *Error means an unknown tool; any other error is internal.
-	Call(ctx context.Context, name string, args json.RawMessage) (ToolResult, error)
+	Call(ctx context.Context, name string, args json.RawMessage) (Result, error)
 }
 
 // MCPRequest is one HTTP request to an MCP endpoint, independent of the HTTP library.
@@ -79,7 +79,7 @@ type MCPRequest struct {
 	// Resolve authenticates the caller and returns its tools. It runs after the Origin check. An
 	// *Error with code UNAUTHORIZED (401), FORBIDDEN (403), NOT_FOUND (404) or UNAVAILABLE (503)
 	// is rendered as the HTTP status.
-	Resolve func(ctx context.Context) (ToolSet, error)
+	Resolve func(ctx context.Context) (Set, error)
 }
 
 // MCPResponse is the HTTP answer to an MCPRequest.
@@ -101,12 +101,12 @@ type MCPHandler interface {
 // structuredContent. withJSONText adds the serialized structured content as a second text block, for
 // clients of revisions without structuredContent (2025-03-26). Error results carry only the text
 // (clients validate the structured content of successes only).
-func (r ToolResult) CallResultJSON(withJSONText bool) ([]byte, error) {
+func (r Result) CallResultJSON(withJSONText bool) ([]byte, error) {
 	return r.AppendCallResult(nil, withJSONText)
 }
 
 // EncodedSizeHint estimates the bytes of CallResultJSON (exact for pre-encoded structured content).
-func (r ToolResult) EncodedSizeHint() int {
+func (r Result) EncodedSizeHint() int {
 	n := len(r.Text) + len(r.Text)/16 + len(r.TextJSON) + 96
 	if sc, ok := r.Structured.(json.RawMessage); ok {
 		n += len(sc)
@@ -117,7 +117,7 @@ func (r ToolResult) EncodedSizeHint() int {
 }
 
 // AppendCallResult is CallResultJSON appending to dst.
-func (r ToolResult) AppendCallResult(dst []byte, withJSONText bool) ([]byte, error) {
+func (r Result) AppendCallResult(dst []byte, withJSONText bool) ([]byte, error) {
 	text := r.TextJSON
 	if text == nil {
 		var err error

@@ -1,4 +1,4 @@
-package supplyplan
+package tools
 
 import (
 	"crypto/hmac"
@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 // Confirmer issues and verifies the confirmation tokens of state-changing tools. A token is
@@ -49,7 +51,7 @@ func (c *Confirmer) ttl() time.Duration {
 // Issue returns a token for orgID, tool and args (canonical JSON without confirmationToken).
 func (c *Confirmer) Issue(orgID, tool string, canonicalArgs []byte) (string, time.Time) {
 	exp := c.now().Add(c.ttl()).Truncate(time.Second)
-	claims := ConfirmationClaims{ID: NewID("cfm"), OrgID: orgID, Tool: tool, ArgsHash: argsHash(canonicalArgs), Expires: exp.Unix()}
+	claims := ConfirmationClaims{ID: supplyplan.NewID("cfm"), OrgID: orgID, Tool: tool, ArgsHash: argsHash(canonicalArgs), Expires: exp.Unix()}
 	payload, _ := json.Marshal(claims)
 	p := base64.RawURLEncoding.EncodeToString(payload)
 	return p + "." + base64.RawURLEncoding.EncodeToString(c.mac(p)), exp
@@ -58,7 +60,7 @@ func (c *Confirmer) Issue(orgID, tool string, canonicalArgs []byte) (string, tim
 // Verify checks a token against orgID, tool and args; the error names what does not match.
 func (c *Confirmer) Verify(token, orgID, tool string, canonicalArgs []byte) (ConfirmationClaims, error) {
 	bad := func(msg string) (ConfirmationClaims, error) {
-		return ConfirmationClaims{}, Invalid("confirmationToken", "%s", msg)
+		return ConfirmationClaims{}, supplyplan.Invalid("confirmationToken", "%s", msg)
 	}
 	p, sig, ok := strings.Cut(token, ".")
 	if !ok {

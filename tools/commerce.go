@@ -1,10 +1,12 @@
-package supplyplan
+package tools
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 // productView is a product as the tools show it.
@@ -16,7 +18,7 @@ type productView struct {
 	UnitPrice  *float64 `json:"unitPrice,omitempty"`
 }
 
-func viewProduct(p Product) productView {
+func viewProduct(p supplyplan.Product) productView {
 	return productView{ID: p.ID, SKU: p.SKU, Name: p.Name, CategoryID: p.CategoryID, UnitPrice: p.UnitPrice}
 }
 
@@ -26,8 +28,8 @@ const productSchema = `{"type":"object","properties":{
 
 func init() {
 	register(&toolSpec{
-		capability: CapCatalog, public: true, needs: hasCatalog,
-		def: ToolDef{
+		capability: supplyplan.CapCatalog, public: true, needs: hasCatalog,
+		def: Def{
 			Name: "search_products", Title: "Search products",
 			Description: "Search the merchant's catalog by text (id, SKU or name) and category. Paginated: pass nextCursor back as cursor.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
@@ -43,8 +45,8 @@ func init() {
 		run: searchProducts,
 	})
 	register(&toolSpec{
-		capability: CapCatalog, public: true, needs: hasCatalog,
-		def: ToolDef{
+		capability: supplyplan.CapCatalog, public: true, needs: hasCatalog,
+		def: Def{
 			Name: "get_product", Title: "Get product",
 			Description: "Get one product of the merchant's catalog by its id (or SKU).",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
@@ -56,8 +58,8 @@ func init() {
 		run: getProduct,
 	})
 	register(&toolSpec{
-		capability: CapInventory, public: true, needs: hasCatalog,
-		def: ToolDef{
+		capability: supplyplan.CapInventory, public: true, needs: hasCatalog,
+		def: Def{
 			Name: "check_availability", Title: "Check availability",
 			Description: "Stock of a product per location: on hand, reserved, available now, inbound on open purchase orders, and available-to-promise (available plus inbound due soon).",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
@@ -77,8 +79,8 @@ func init() {
 		run: checkAvailability,
 	})
 	register(&toolSpec{
-		capability: CapInventory, public: true, needs: hasCatalog,
-		def: ToolDef{
+		capability: supplyplan.CapInventory, public: true, needs: hasCatalog,
+		def: Def{
 			Name: "list_locations", Title: "List locations",
 			Description: "List the merchant's stock-holding locations (stores, warehouses). Paginated: pass nextCursor back as cursor.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
@@ -93,8 +95,8 @@ func init() {
 		run: listLocations,
 	})
 	register(&toolSpec{
-		capability: CapOrders, needs: hasCatalog,
-		def: ToolDef{
+		capability: supplyplan.CapOrders, needs: hasCatalog,
+		def: Def{
 			Name: "get_order_status", Title: "Get order status",
 			Description: "Status and lines of a customer order by the merchant's order id. Requires a tool key of the merchant.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
@@ -130,10 +132,10 @@ func searchProducts(c *toolCall) (any, string, error) {
 		return nil, "", err
 	}
 	if len(in.Query) > 200 || len(in.CategoryID) > 200 {
-		return nil, "", Invalid("query", "must be at most 200 characters")
+		return nil, "", supplyplan.Invalid("query", "must be at most 200 characters")
 	}
 	page, err := c.deps.Catalog.ListProducts(c.ctx, c.access.Principal,
-		ProductFilter{Query: in.Query, CategoryID: in.CategoryID, Limit: limit, Offset: offset})
+		supplyplan.ProductFilter{Query: in.Query, CategoryID: in.CategoryID, Limit: limit, Offset: offset})
 	if err != nil {
 		return nil, "", err
 	}
@@ -188,7 +190,7 @@ func checkAvailability(c *toolCall) (any, string, error) {
 		return nil, "", err
 	}
 	if len(in.LocationIDs) > 50 {
-		return nil, "", Invalid("locationIds", "must have at most 50 items")
+		return nil, "", supplyplan.Invalid("locationIds", "must have at most 50 items")
 	}
 	// CatalogService.Availability answers NOT_FOUND for an unknown product or location.
 	av, err := c.deps.Catalog.Availability(c.ctx, c.access.Principal, in.ProductID, in.LocationIDs)
@@ -239,7 +241,7 @@ func listLocations(c *toolCall) (any, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	page, err := c.deps.Catalog.ListLocations(c.ctx, c.access.Principal, LocationFilter{Query: in.Query, Limit: limit, Offset: offset})
+	page, err := c.deps.Catalog.ListLocations(c.ctx, c.access.Principal, supplyplan.LocationFilter{Query: in.Query, Limit: limit, Offset: offset})
 	if err != nil {
 		return nil, "", err
 	}
@@ -279,15 +281,15 @@ func getOrderStatus(c *toolCall) (any, string, error) {
 		return nil, "", err
 	}
 	out := struct {
-		OrderID   string      `json:"orderId"`
-		Status    string      `json:"status"`
-		Channel   string      `json:"channel,omitempty"`
-		OrderedAt *time.Time  `json:"orderedAt,omitempty"`
-		UpdatedAt time.Time   `json:"updatedAt"`
-		Lines     []OrderLine `json:"lines"`
+		OrderID   string                 `json:"orderId"`
+		Status    string                 `json:"status"`
+		Channel   string                 `json:"channel,omitempty"`
+		OrderedAt *time.Time             `json:"orderedAt,omitempty"`
+		UpdatedAt time.Time              `json:"updatedAt"`
+		Lines     []supplyplan.OrderLine `json:"lines"`
 	}{OrderID: o.ExternalOrderID, Status: o.Status, Channel: o.Channel, OrderedAt: o.OrderedAt, UpdatedAt: o.UpdatedAt, Lines: o.Lines}
 	if out.Lines == nil {
-		out.Lines = []OrderLine{}
+		out.Lines = []supplyplan.OrderLine{}
 	}
 	return out, fmt.Sprintf("Order %s is %s (%d line(s))", o.ExternalOrderID, o.Status, len(out.Lines)), nil
 }

@@ -1,4 +1,10 @@
-package supplyplan
+// Package tools is the hosted commerce tool service: the tool catalogue (commerce and planning
+// tools, each gated by an organization capability), the tool sets one caller may use, strict
+// argument decoding, confirmation tokens for state-changing tools, the narrow backend contracts
+// the tools call and the adapters from the domain services to them, and the MCP wire types
+// (mcp.go) that rpc/ (the MCP transport) and http/ (the fasthttp listener) share. It calls the
+// domain's services; the domain does not know it.
+package tools
 
 import (
 	"bytes"
@@ -11,23 +17,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/supplyplan/supplyplan"
 )
-
-// Capabilities gate the hosted tools: an organization's tools are those whose capability is in its
-// capability set.
-const (
-	CapCatalog   = "commerce.catalog"   // search_products, get_product (public)
-	CapInventory = "commerce.inventory" // check_availability, list_locations (public)
-	CapOrders    = "commerce.orders"    // get_order_status
-	CapForecast  = "planning.forecast"  // get_demand_forecast
-	CapTransfers = "planning.transfers" // list_transfer_recommendations, explain_recommendation, approve_transfer_recommendation
-)
-
-// AllCapabilities lists every capability the tool service knows.
-var AllCapabilities = []string{CapCatalog, CapInventory, CapOrders, CapForecast, CapTransfers}
-
-// DemoCapabilities are given to the demo organization.
-var DemoCapabilities = AllCapabilities
 
 // Meta keys on tool definitions.
 const (
@@ -35,53 +27,53 @@ const (
 	MetaPublic     = "com.supplyplan/public"
 )
 
-// ToolDeps are the services the merchant tools call. A nil service leaves its tools unlisted.
-type ToolDeps struct {
-	Catalog   CatalogService
-	Forecasts ForecastToolService
-	Transfers TransferToolService
-	Audit     ToolAuditLog
+// Deps are the services the merchant tools call. A nil service leaves its tools unlisted.
+type Deps struct {
+	Catalog   supplyplan.CatalogService
+	Forecasts ForecastBackend
+	Transfers TransferBackend
+	Audit     supplyplan.ToolAuditLog
 	Confirm   *Confirmer
 }
 
-// ToolAccess says who calls: a key of the organization, or nobody (public tools of a listed
+// Access says who calls: a key of the organization, or nobody (public tools of a listed
 // merchant only).
-type ToolAccess struct {
-	Principal Principal
+type Access struct {
+	Principal supplyplan.Principal
 	Public    bool
 }
 
 type toolCall struct {
 	ctx    context.Context
-	org    Organization
-	access ToolAccess
-	deps   *ToolDeps
+	org    supplyplan.Organization
+	access Access
+	deps   *Deps
 	name   string
 	args   json.RawMessage
 }
 
 type toolSpec struct {
-	def        ToolDef
+	def        Def
 	capability string
 	public     bool
-	needs      func(*ToolDeps) bool
+	needs      func(*Deps) bool
 	run        func(*toolCall) (any, string, error)
 }
 
 var toolCatalog []*toolSpec
 
-// ToolCatalog returns every hosted tool definition, whatever the organization.
-func ToolCatalog() []ToolDef {
-	out := make([]ToolDef, len(toolCatalog))
+// Definitions returns every hosted tool definition, whatever the organization.
+func Definitions() []Def {
+	out := make([]Def, len(toolCatalog))
 	for i, t := range toolCatalog {
 		out[i] = t.def
 	}
 	return out
 }
 
-// NewToolSet returns the tools org may use with access: those of its capabilities whose service is
+// NewSet returns the tools org may use with access: those of its capabilities whose service is
 // wired, and only the public ones without a key.
-func NewToolSet(org Organization, access ToolAccess, deps *ToolDeps) ToolSet {
+func NewSet(org supplyplan.Organization, access Access, deps *Deps) Set {
 	ts := &orgTools{org: org, access: access, deps: deps}
 	for _, t := range toolCatalog {
 		if !slices.Contains(org.Capabilities, t.capability) || !t.needs(deps) || (access.Public && !t.public) {
@@ -94,35 +86,35 @@ func NewToolSet(org Organization, access ToolAccess, deps *ToolDeps) ToolSet {
 }
 
 type orgTools struct {
-	org    Organization
-	access ToolAccess
-	deps   *ToolDeps
+	org    supplyplan.Organization
+	access Access
+	deps   *Deps
 	tools  []*toolSpec
-	defs   []ToolDef
+	defs   []Def
 }
 
-func (ts *orgTools) Tools() []ToolDef { return ts.defs }
+func (ts *orgTools) Tools() []Def { return ts.defs }
 
-func (ts *orgTools) Call(ctx context.Context, name string, args json.RawMessage) (ToolResult, error) {
+func (ts *orgTools) Call(ctx context.Context, name string, args json.RawMessage) (Result, error) {
 	for _, t := range ts.tools {
 		if t.def.Name != name {
 			continue
 		}
 		v, text, err := t.run(&toolCall{ctx: ctx, org: ts.org, access: ts.access, deps: ts.deps, name: name, args: args})
 		if err != nil {
-			var e *Error
-			if errors.As(err, &e) && e.Code != EINTERNAL && e.Code != EUNAVAILABLE {
+			var e *supplyplan.Error
+			if errors.As(err, &e) && e.Code != supplyplan.EINTERNAL && e.Code != supplyplan.EUNAVAILABLE {
 				return ErrorResult(e), nil
 			}
-			return ToolResult{}, err
+			return Result{}, err
 		}
-		return ToolResult{Structured: v, Text: text}, nil
+		return Result{Structured: v, Text: text}, nil
 	}
-	return ToolResult{}, &Error{Code: ENOTFOUND, Message: "Unknown tool: " + name}
+	return Result{}, &supplyplan.Error{Code: supplyplan.ENOTFOUND, Message: "Unknown tool: " + name}
 }
 
 // ErrorResult renders a client error as a tool-level error result.
-func ErrorResult(e *Error) ToolResult {
+func ErrorResult(e *supplyplan.Error) Result {
 	msg := e.Message
 	if len(e.Details) > 0 {
 		keys := make([]string, 0, len(e.Details))
@@ -136,7 +128,7 @@ func ErrorResult(e *Error) ToolResult {
 		}
 		msg += " (" + strings.Join(parts, ", ") + ")"
 	}
-	return ToolResult{IsError: true, Text: msg,
+	return Result{IsError: true, Text: msg,
 		Structured: map[string]any{"error": e.Message, "code": e.Code, "details": e.Details}}
 }
 
@@ -148,16 +140,16 @@ func DecodeArgs(args json.RawMessage, v any) error {
 		trimmed = []byte("{}")
 	}
 	if trimmed[0] != '{' {
-		return Invalid("arguments", "must be a JSON object")
+		return supplyplan.Invalid("arguments", "must be a JSON object")
 	}
 	// Strict like every request body; a key that matches an argument only case-insensitively is
 	// an unknown argument here, as any other unknown key.
-	trimmed, ignored, err := StrictJSON(trimmed, reflect.TypeOf(v))
+	trimmed, ignored, err := supplyplan.StrictJSON(trimmed, reflect.TypeOf(v))
 	if err != nil {
 		return err
 	}
 	if len(ignored) > 0 {
-		return Invalid(ignored[0], "is not an argument of this tool (argument names are case-sensitive)")
+		return supplyplan.Invalid(ignored[0], "is not an argument of this tool (argument names are case-sensitive)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -165,16 +157,16 @@ func DecodeArgs(args json.RawMessage, v any) error {
 		var typ *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &typ):
-			return Invalid(typ.Field, "has the wrong type (%s expected)", typ.Type.String())
+			return supplyplan.Invalid(typ.Field, "has the wrong type (%s expected)", typ.Type.String())
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return Invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not an argument of this tool")
+			return supplyplan.Invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not an argument of this tool")
 		}
-		return Invalid("arguments", "is not valid JSON")
+		return supplyplan.Invalid("arguments", "is not valid JSON")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return Invalid("arguments", "unexpected data after the JSON object")
+		return supplyplan.Invalid("arguments", "unexpected data after the JSON object")
 	}
-	return CheckInput(v)
+	return supplyplan.CheckInput(v)
 }
 
 // canonicalArgs renders args without the confirmation token, keys sorted, for token binding.
@@ -206,7 +198,7 @@ func parseOffsetCursor(tool, cursor string) (int, error) {
 			}
 		}
 	}
-	return 0, Invalid("cursor", "is not a cursor returned by %s", tool)
+	return 0, supplyplan.Invalid("cursor", "is not a cursor returned by %s", tool)
 }
 
 func limitArg(p *int, def, max int) (int, error) {
@@ -214,17 +206,17 @@ func limitArg(p *int, def, max int) (int, error) {
 		return def, nil
 	}
 	if *p < 1 || *p > max {
-		return 0, Invalid("limit", "must be between 1 and %d", max)
+		return 0, supplyplan.Invalid("limit", "must be between 1 and %d", max)
 	}
 	return *p, nil
 }
 
 func requireString(field, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return Invalid(field, "is required")
+		return supplyplan.Invalid(field, "is required")
 	}
 	if len(v) > 200 {
-		return Invalid(field, "must be at most 200 characters")
+		return supplyplan.Invalid(field, "must be at most 200 characters")
 	}
 	return nil
 }
@@ -232,18 +224,18 @@ func requireString(field, v string) error {
 // register adds a tool to the catalogue (called from init in catalogue order).
 func register(t *toolSpec) {
 	t.def.Meta = map[string]any{MetaCapability: t.capability, MetaPublic: t.public}
-	t.def = PrepareToolDef(t.def)
+	t.def = PrepareDef(t.def)
 	toolCatalog = append(toolCatalog, t)
 }
 
-func readOnly(title string) *ToolAnnotations {
-	return &ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true}
+func readOnly(title string) *Annotations {
+	return &Annotations{Title: title, ReadOnlyHint: true, IdempotentHint: true}
 }
 
-func hasCatalog(d *ToolDeps) bool   { return d != nil && d.Catalog != nil }
-func hasForecasts(d *ToolDeps) bool { return d != nil && d.Forecasts != nil }
-func hasTransfers(d *ToolDeps) bool { return d != nil && d.Transfers != nil }
-func hasApproval(d *ToolDeps) bool {
+func hasCatalog(d *Deps) bool   { return d != nil && d.Catalog != nil }
+func hasForecasts(d *Deps) bool { return d != nil && d.Forecasts != nil }
+func hasTransfers(d *Deps) bool { return d != nil && d.Transfers != nil }
+func hasApproval(d *Deps) bool {
 	return hasTransfers(d) && d.Audit != nil && d.Confirm != nil
 }
 

@@ -1,4 +1,4 @@
-package supplyplan
+package tools
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 const recommendationSchema = `{"type":"object","properties":{
@@ -16,8 +18,8 @@ const recommendationSchema = `{"type":"object","properties":{
 
 func init() {
 	register(&toolSpec{
-		capability: CapForecast, needs: hasForecasts,
-		def: ToolDef{
+		capability: supplyplan.CapForecast, needs: hasForecasts,
+		def: Def{
 			Name: "get_demand_forecast", Title: "Get demand forecast",
 			Description: "Weekly demand forecast of a product (optionally at one location) for the next weeks.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
@@ -35,8 +37,8 @@ func init() {
 		run: getDemandForecast,
 	})
 	register(&toolSpec{
-		capability: CapTransfers, needs: hasTransfers,
-		def: ToolDef{
+		capability: supplyplan.CapTransfers, needs: hasTransfers,
+		def: Def{
 			Name: "list_transfer_recommendations", Title: "List transfer recommendations",
 			Description: "Inventory transfer recommendations between locations (default: PENDING and APPROVED).",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
@@ -49,8 +51,8 @@ func init() {
 		run: listTransferRecommendations,
 	})
 	register(&toolSpec{
-		capability: CapTransfers, needs: hasTransfers,
-		def: ToolDef{
+		capability: supplyplan.CapTransfers, needs: hasTransfers,
+		def: Def{
 			Name: "explain_recommendation", Title: "Explain recommendation",
 			Description: "Why a transfer recommendation exists: the stock, demand and cover figures behind it.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
@@ -64,8 +66,8 @@ func init() {
 		run: explainRecommendation,
 	})
 	register(&toolSpec{
-		capability: CapTransfers, needs: hasApproval,
-		def: ToolDef{
+		capability: supplyplan.CapTransfers, needs: hasApproval,
+		def: Def{
 			Name: "approve_transfer_recommendation", Title: "Approve transfer recommendation",
 			Description: "Approve a PENDING transfer recommendation. Two steps: call without confirmationToken to get a summary " +
 				"and a short-lived token, then call again with the same arguments plus confirmationToken to approve. " +
@@ -78,7 +80,7 @@ func init() {
   "status":{"type":"string","enum":["confirmation_required","approved"]},
   "summary":{"type":"string"},"confirmationToken":{"type":"string"},"expiresAt":{"type":"string","format":"date-time"},
   "auditId":{"type":"string"},"recommendation":` + recommendationSchema + `},"required":["status","summary"]}`),
-			Annotations: &ToolAnnotations{Title: "Approve transfer recommendation", IdempotentHint: false},
+			Annotations: &Annotations{Title: "Approve transfer recommendation", IdempotentHint: false},
 		},
 		run: approveTransferRecommendation,
 	})
@@ -99,11 +101,11 @@ func getDemandForecast(c *toolCall) (any, string, error) {
 	weeks := 12
 	if in.Weeks != nil {
 		if *in.Weeks < 1 || *in.Weeks > 52 {
-			return nil, "", Invalid("weeks", "must be between 1 and 52")
+			return nil, "", supplyplan.Invalid("weeks", "must be between 1 and 52")
 		}
 		weeks = *in.Weeks
 	}
-	f, err := c.deps.Forecasts.DemandForecast(c.ctx, c.access.Principal, ForecastToolQuery{SKU: in.ProductID, LocationID: in.LocationID, Weeks: weeks})
+	f, err := c.deps.Forecasts.DemandForecast(c.ctx, c.access.Principal, ForecastQuery{SKU: in.ProductID, LocationID: in.LocationID, Weeks: weeks})
 	if err != nil {
 		return nil, "", err
 	}
@@ -113,7 +115,7 @@ func getDemandForecast(c *toolCall) (any, string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Forecast of %s for %d week(s)", f.SKU, len(f.Weeks))
 	for _, w := range f.Weeks {
-		fmt.Fprintf(&b, "\n- week of %s: %s", w.WeekStart.Format("2006-01-02"), fmtQty(RoundQuantity(float64(w.Forecast))))
+		fmt.Fprintf(&b, "\n- week of %s: %s", w.WeekStart.Format("2006-01-02"), fmtQty(supplyplan.RoundQuantity(float64(w.Forecast))))
 	}
 	return f, b.String(), nil
 }
@@ -126,19 +128,19 @@ func listTransferRecommendations(c *toolCall) (any, string, error) {
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err
 	}
-	if in.Status != "" && !slices.Contains(RecommendationStatuses, RecommendationStatus(in.Status)) {
-		return nil, "", Invalid("status", "must be one of PENDING, APPROVED, EXECUTED, REJECTED, EXPIRED")
+	if in.Status != "" && !slices.Contains(supplyplan.RecommendationStatuses, supplyplan.RecommendationStatus(in.Status)) {
+		return nil, "", supplyplan.Invalid("status", "must be one of PENDING, APPROVED, EXECUTED, REJECTED, EXPIRED")
 	}
 	limit, err := limitArg(in.Limit, 20, 100)
 	if err != nil {
 		return nil, "", err
 	}
-	recs, err := c.deps.Transfers.ListTransferRecommendations(c.ctx, c.access.Principal, TransferToolFilter{Status: in.Status, Limit: limit})
+	recs, err := c.deps.Transfers.ListTransferRecommendations(c.ctx, c.access.Principal, TransferFilter{Status: in.Status, Limit: limit})
 	if err != nil {
 		return nil, "", err
 	}
 	if recs == nil {
-		recs = []TransferToolRecommendation{}
+		recs = []Recommendation{}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d recommendation(s)", len(recs))
@@ -148,7 +150,7 @@ func listTransferRecommendations(c *toolCall) (any, string, error) {
 	return map[string]any{"recommendations": recs}, b.String(), nil
 }
 
-func describeRec(r TransferToolRecommendation) string {
+func describeRec(r Recommendation) string {
 	return fmt.Sprintf("%s: move %s of %s from %s to %s (%s)", r.ID, fmtQty(r.Quantity), r.SKU, r.FromLocationID, r.ToLocationID, r.Status)
 }
 
@@ -190,7 +192,7 @@ func approveTransferRecommendation(c *toolCall) (any, string, error) {
 			return nil, "", err
 		}
 		if ex.Recommendation.Status != "PENDING" {
-			return nil, "", Conflict("Recommendation %s is %s; only PENDING recommendations can be approved", ex.Recommendation.ID, ex.Recommendation.Status)
+			return nil, "", supplyplan.Conflict("Recommendation %s is %s; only PENDING recommendations can be approved", ex.Recommendation.ID, ex.Recommendation.Status)
 		}
 		token, exp := c.deps.Confirm.Issue(c.org.ID, c.name, canon)
 		summary := "Approve: " + describeRec(ex.Recommendation) + ". Call again with confirmationToken before " +
@@ -203,15 +205,15 @@ func approveTransferRecommendation(c *toolCall) (any, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	audit := ToolAudit{ID: claims.ID, OrganizationID: c.org.ID, Tool: c.name, Arguments: canon,
-		Actor: c.access.Principal.Actor(), Status: AuditConfirmed, CreatedAt: Now()}
+	audit := supplyplan.ToolAudit{ID: claims.ID, OrganizationID: c.org.ID, Tool: c.name, Arguments: canon,
+		Actor: c.access.Principal.Actor(), Status: supplyplan.AuditConfirmed, CreatedAt: supplyplan.Now()}
 	if err := c.deps.Audit.ClaimToolConfirmation(c.ctx, audit); err != nil {
 		return nil, "", err
 	}
 	rec, err := c.deps.Transfers.ApproveTransferRecommendation(c.ctx, c.access.Principal, in.RecommendationID)
-	status, detail := AuditSucceeded, ""
+	status, detail := supplyplan.AuditSucceeded, ""
 	if err != nil {
-		status, detail = AuditFailed, ErrorMessage(err)
+		status, detail = supplyplan.AuditFailed, supplyplan.ErrorMessage(err)
 	}
 	if cerr := c.deps.Audit.CompleteToolAudit(c.ctx, c.org.ID, audit.ID, status, detail); cerr != nil && err == nil {
 		err = cerr

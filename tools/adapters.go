@@ -1,22 +1,24 @@
-package supplyplan
+package tools
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 // TransferTools adapts the transfer recommendations service to the transfer tools. Approvals
 // through a tool are recorded with the tool key as the actor (apikey:<tool key id>).
-type TransferTools struct{ Service TransferService }
+type TransferTools struct{ Service supplyplan.TransferService }
 
-var _ TransferToolService = TransferTools{}
+var _ TransferBackend = TransferTools{}
 
-func toolRecommendation(r Recommendation) TransferToolRecommendation {
-	out := TransferToolRecommendation{ID: r.ID, SKU: r.ProductMasterID, FromLocationID: r.SourceLocationID,
+func toolRecommendation(r supplyplan.Recommendation) Recommendation {
+	out := Recommendation{ID: r.ID, SKU: r.ProductMasterID, FromLocationID: r.SourceLocationID,
 		ToLocationID: r.DestLocationID, Quantity: r.Quantity, Status: string(r.Status), Reason: r.Reason}
-	if r.Status == RecPending && !r.ExpiresAt.IsZero() {
+	if r.Status == supplyplan.RecPending && !r.ExpiresAt.IsZero() {
 		exp := r.ExpiresAt
 		out.ExpiresAt = &exp
 	}
@@ -25,12 +27,12 @@ func toolRecommendation(r Recommendation) TransferToolRecommendation {
 
 // ListTransferRecommendations lists by status; without one, the actionable ones (valid PENDING,
 // then APPROVED).
-func (t TransferTools) ListTransferRecommendations(ctx context.Context, p Principal, f TransferToolFilter) ([]TransferToolRecommendation, error) {
-	filters := []RecommendationFilter{{Status: RecommendationStatus(f.Status), Limit: f.Limit}}
+func (t TransferTools) ListTransferRecommendations(ctx context.Context, p supplyplan.Principal, f TransferFilter) ([]Recommendation, error) {
+	filters := []supplyplan.RecommendationFilter{{Status: supplyplan.RecommendationStatus(f.Status), Limit: f.Limit}}
 	if f.Status == "" {
-		filters = []RecommendationFilter{{Status: RecPending, ValidOnly: true, Limit: f.Limit}, {Status: RecApproved, Limit: f.Limit}}
+		filters = []supplyplan.RecommendationFilter{{Status: supplyplan.RecPending, ValidOnly: true, Limit: f.Limit}, {Status: supplyplan.RecApproved, Limit: f.Limit}}
 	}
-	out := []TransferToolRecommendation{}
+	out := []Recommendation{}
 	for _, rf := range filters {
 		page, err := t.Service.ListRecommendations(ctx, p, rf)
 		if err != nil {
@@ -46,7 +48,7 @@ func (t TransferTools) ListTransferRecommendations(ctx context.Context, p Princi
 }
 
 // ExplainRecommendation renders the numbers behind a recommendation as factors.
-func (t TransferTools) ExplainRecommendation(ctx context.Context, p Principal, id string) (RecommendationExplanation, error) {
+func (t TransferTools) ExplainRecommendation(ctx context.Context, p supplyplan.Principal, id string) (RecommendationExplanation, error) {
 	r, err := t.Service.GetRecommendation(ctx, p, id)
 	if err != nil {
 		return RecommendationExplanation{}, err
@@ -80,10 +82,10 @@ func (t TransferTools) ExplainRecommendation(ctx context.Context, p Principal, i
 }
 
 // ApproveTransferRecommendation approves a PENDING recommendation.
-func (t TransferTools) ApproveTransferRecommendation(ctx context.Context, p Principal, id string) (TransferToolRecommendation, error) {
+func (t TransferTools) ApproveTransferRecommendation(ctx context.Context, p supplyplan.Principal, id string) (Recommendation, error) {
 	r, err := t.Service.ApproveRecommendation(ctx, p, id, "approved through the hosted tool service")
 	if err != nil {
-		return TransferToolRecommendation{}, err
+		return Recommendation{}, err
 	}
 	return toolRecommendation(r), nil
 }
@@ -91,41 +93,41 @@ func (t TransferTools) ApproveTransferRecommendation(ctx context.Context, p Prin
 // ForecastTools adapts a Forecaster to get_demand_forecast. Without a location, the forecast is
 // the sum over every location holding or expecting the product (Catalog finds them).
 type ForecastTools struct {
-	Forecaster Forecaster
-	Catalog    CatalogService
+	Forecaster supplyplan.Forecaster
+	Catalog    supplyplan.CatalogService
 }
 
-var _ ForecastToolService = ForecastTools{}
+var _ ForecastBackend = ForecastTools{}
 
 // DemandForecast forecasts q.Weeks weeks from the current week.
-func (f ForecastTools) DemandForecast(ctx context.Context, p Principal, q ForecastToolQuery) (ForecastToolResult, error) {
+func (f ForecastTools) DemandForecast(ctx context.Context, p supplyplan.Principal, q ForecastQuery) (ForecastResult, error) {
 	prod, err := f.Catalog.GetProduct(ctx, p, q.SKU)
 	if err != nil {
-		return ForecastToolResult{}, err
+		return ForecastResult{}, err
 	}
 	locations := []string{q.LocationID}
 	if q.LocationID == "" {
 		av, err := f.Catalog.Availability(ctx, p, prod.ID, nil)
 		if err != nil {
-			return ForecastToolResult{}, err
+			return ForecastResult{}, err
 		}
 		locations = locations[:0]
 		for _, a := range av {
 			locations = append(locations, a.LocationID)
 		}
 	}
-	keys := make([]DemandKey, 0, len(locations))
+	keys := make([]supplyplan.DemandKey, 0, len(locations))
 	for _, l := range locations {
-		keys = append(keys, DemandKey{SKU: prod.ID, Location: l, Channel: ChannelAll})
+		keys = append(keys, supplyplan.DemandKey{SKU: prod.ID, Location: l, Channel: supplyplan.ChannelAll})
 	}
-	series, err := ForecastMany(ctx, f.Forecaster, p.OrgID, keys, q.Weeks, time.Time{})
+	series, err := supplyplan.ForecastMany(ctx, f.Forecaster, p.OrgID, keys, q.Weeks, time.Time{})
 	if err != nil {
-		return ForecastToolResult{}, err
+		return ForecastResult{}, err
 	}
 	if len(series) == 0 {
-		return ForecastToolResult{}, NotFound("Demand history")
+		return ForecastResult{}, supplyplan.NotFound("Demand history")
 	}
-	out := ForecastToolResult{SKU: prod.ID, LocationID: q.LocationID, Weeks: []ForecastWeek{}}
+	out := ForecastResult{SKU: prod.ID, LocationID: q.LocationID, Weeks: []ForecastWeek{}}
 	var models []string
 	for _, k := range keys {
 		sf, ok := series[k]
@@ -139,9 +141,9 @@ func (f ForecastTools) DemandForecast(ctx context.Context, p Principal, q Foreca
 			if i >= len(out.Weeks) {
 				out.Weeks = append(out.Weeks, ForecastWeek{WeekStart: sf.Start.AddDate(0, 0, 7*i)})
 			}
-			out.Weeks[i].Forecast += Quantity(qty)
+			out.Weeks[i].Forecast += supplyplan.Quantity(qty)
 			if len(series) == 1 && i < len(sf.Lower) && i < len(sf.Upper) {
-				lo, hi := Quantity(sf.Lower[i]), Quantity(sf.Upper[i])
+				lo, hi := supplyplan.Quantity(sf.Lower[i]), supplyplan.Quantity(sf.Upper[i])
 				out.Weeks[i].Lower, out.Weeks[i].Upper = &lo, &hi
 			}
 		}

@@ -1,0 +1,127 @@
+package supplyplan
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// The event operations that read the catalog as well: an event names its product (by id or sku)
+// and its location, which must exist, and is shown with their names.
+
+// ListEvents returns the tenant's events and the given global ones that pass f, by start then id.
+func (s *TenantState) ListEvents(f EventFilter, globals []*ExternalEvent) []ExternalEvent {
+	out := make([]ExternalEvent, 0)
+	for _, e := range s.Events {
+		if f.Match(e) {
+			out = append(out, s.expand(*e))
+		}
+	}
+	for _, e := range globals {
+		if f.Match(e) {
+			out = append(out, *e)
+		}
+	}
+	slices.SortFunc(out, func(a, b ExternalEvent) int {
+		if c := a.StartsAt.Compare(b.StartsAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// GetEvent returns one of the tenant's events, or a global one.
+func (s *TenantState) GetEvent(id string, global EventLookup) (ExternalEvent, error) {
+	if e, ok := s.Events[id]; ok {
+		return s.expand(*e), nil
+	}
+	if global != nil {
+		if e, ok := global(id); ok {
+			return *e, nil
+		}
+	}
+	return ExternalEvent{}, NotFound("Event")
+}
+
+// expand fills the productMaster and location objects from the catalog (ids alone when the
+// product or location has since disappeared).
+func (s *TenantState) expand(e ExternalEvent) ExternalEvent {
+	if e.ProductMasterID != "" {
+		e.ProductMaster = &ProductRef{ID: e.ProductMasterID, Name: e.ProductMasterID, SKU: e.ProductMasterID}
+		if p, ok := s.Products[e.ProductMasterID]; ok {
+			e.ProductMaster.Name, e.ProductMaster.SKU = p.Name, p.SKU
+		}
+	}
+	if e.LocationID != "" {
+		e.Location = &LocationRef{ID: e.LocationID, Name: e.LocationID}
+		if l, ok := s.Locations[e.LocationID]; ok {
+			e.Location.Name, e.Location.Code = l.Name, l.Code
+		}
+	}
+	return e
+}
+
+// resolveEventRefs checks that the event's product and location exist (a product may be named by
+// its sku; it is stored by id).
+func (s *TenantState) resolveEventRefs(e *ExternalEvent) error {
+	fe := FieldErrors{}
+	if e.ProductMasterID != "" {
+		if p, ok := s.ProductBySKU(e.ProductMasterID); ok {
+			e.ProductMasterID = p.ID
+		} else {
+			fe.Add("productMasterId", "unknown product %q", e.ProductMasterID)
+		}
+	}
+	if e.LocationID != "" {
+		if _, ok := s.Locations[e.LocationID]; !ok {
+			fe.Add("locationId", "unknown location %q", e.LocationID)
+		}
+	}
+	return fe.Err()
+}
+
+// CreateEvent validates in and returns the new event and its records.
+func (s *TenantState) CreateEvent(in EventInput, now time.Time) (ExternalEvent, []Record, error) {
+	starts, ends, err := in.Validate(true, false)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	e, err := NewEvent(NewID("evt"), in, starts, ends, false, now)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	if err := s.resolveEventRefs(&e); err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	stored := e
+	return s.expand(e), []Record{Put(KindEvent, e.ID, &stored)}, nil
+}
+
+// UpdateEvent applies a partial update to one of the tenant's events.
+func (s *TenantState) UpdateEvent(id string, in EventInput, global EventLookup, now time.Time) (ExternalEvent, []Record, error) {
+	cur, ok := s.Events[id]
+	if !ok {
+		if global != nil {
+			if _, ok := global(id); ok {
+				return ExternalEvent{}, nil, Errorf(EFORBIDDEN, "Global events are managed by the platform operator")
+			}
+		}
+		return ExternalEvent{}, nil, NotFound("Event")
+	}
+	starts, ends, err := in.Validate(false, false)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	e, err := cur.Update(in, starts, ends, now)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	if in.ProductMasterID != nil || in.LocationID != nil {
+		if err := s.resolveEventRefs(&e); err != nil {
+			return ExternalEvent{}, nil, err
+		}
+	}
+	stored := e
+	return s.expand(e), []Record{Put(KindEvent, e.ID, &stored)}, nil
+}
