@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -131,11 +132,36 @@ func call(method, url string, headers map[string]string, body []byte) (int, []by
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	// A write carries an Idempotency-Key of its own, so that a retry after a connection lost
+	// before any response byte (a keep-alive race) cannot apply it twice. A caller that passes an
+	// empty key opts out (a bulk of writes whose keys would be measured as part of the work): such
+	// a write is never retried.
+	if k, ok := headers["Idempotency-Key"]; ok && k == "" {
+		req.Header.Del("Idempotency-Key")
+	} else if method != "GET" && method != "HEAD" && !ok {
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d-%d", os.Getpid(), callSeq.Add(1)))
+	}
 	if body != nil {
 		req.SetBody(body)
 	}
-	if err := fasthttp.DoTimeout(req, res, 5*time.Minute); err != nil {
+	if err := setupClient.DoTimeout(req, res, 5*time.Minute); err != nil {
 		return 0, nil, err
 	}
 	return res.StatusCode(), bytes.Clone(res.Body()), nil
+}
+
+var callSeq atomic.Int64
+
+// setupClient sends the harness's own requests (data loading, checks). It retries a request that
+// failed at the connection only when repeating it is safe: reads, and writes with an
+// Idempotency-Key (the service then applies them at most once).
+var setupClient = &fasthttp.Client{
+	ReadTimeout: 5 * time.Minute, WriteTimeout: 5 * time.Minute, MaxIdleConnDuration: 30 * time.Second,
+	RetryIfErr: func(req *fasthttp.Request, attempts int, err error) (bool, bool) {
+		if attempts >= 3 {
+			return false, false
+		}
+		m := string(req.Header.Method())
+		return false, m == "GET" || m == "HEAD" || len(req.Header.Peek("Idempotency-Key")) > 0
+	},
 }

@@ -160,6 +160,7 @@ func benchOJ(_ context.Context, e *env) (section, error) {
 		}
 	}
 	admin := map[string]string{"Authorization": "Bearer " + creds.Keys["ADMIN"]}
+	noKey := map[string]string{"Authorization": admin["Authorization"], "Idempotency-Key": ""}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var evErr error
@@ -176,7 +177,8 @@ func benchOJ(_ context.Context, e *env) (section, error) {
 		go func() {
 			defer wg.Done()
 			for ev := range next {
-				st, b, err := call("POST", svc.URL+"/api/forecast/events", admin, []byte(ev))
+				// No Idempotency-Key: 155,328 keyed writes would double the journal entries measured.
+				st, b, err := call("POST", svc.URL+"/api/forecast/events", noKey, []byte(ev))
 				if err != nil || st != 201 {
 					mu.Lock()
 					if evErr == nil {
