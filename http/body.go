@@ -140,24 +140,24 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (body, er
 		closeStream(ctx)
 		return bd, nil
 	case cl > limit:
-		ctx.SetConnectionClose()
+		closeUnread(ctx)
 		return body{}, tooLarge("body", limit)
 	case cl > 0:
 		if !budget.reserve(int64(cl)) {
-			ctx.SetConnectionClose()
+			closeUnread(ctx)
 			return body{}, budgetSpent()
 		}
 		bd.reserved = int64(cl)
 		bd.b = make([]byte, cl)
 		if _, err := io.ReadFull(stream, bd.b); err != nil {
 			bd.release()
-			ctx.SetConnectionClose()
+			closeUnread(ctx)
 			return body{}, bodyReadError(err)
 		}
 	default: // chunked: grow step by step, reserving each step first
 		step := min(chunkStep, limit+1)
 		if !budget.reserve(int64(step)) {
-			ctx.SetConnectionClose()
+			closeUnread(ctx)
 			return body{}, budgetSpent()
 		}
 		bd.reserved = int64(step)
@@ -166,13 +166,13 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (body, er
 			if len(bd.b) == cap(bd.b) {
 				if len(bd.b) > limit {
 					bd.release()
-					ctx.SetConnectionClose()
+					closeUnread(ctx)
 					return body{}, tooLarge("body", limit)
 				}
 				grow := min(2*cap(bd.b), limit+1) - cap(bd.b)
 				if !budget.reserve(int64(grow)) {
 					bd.release()
-					ctx.SetConnectionClose()
+					closeUnread(ctx)
 					return body{}, budgetSpent()
 				}
 				bd.reserved += int64(grow)
@@ -187,13 +187,13 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (body, er
 			}
 			if err != nil {
 				bd.release()
-				ctx.SetConnectionClose()
+				closeUnread(ctx)
 				return body{}, bodyReadError(err)
 			}
 		}
 		if len(bd.b) > limit {
 			bd.release()
-			ctx.SetConnectionClose()
+			closeUnread(ctx)
 			return body{}, tooLarge("body", limit)
 		}
 	}
@@ -222,6 +222,16 @@ func bodyReadError(err error) error {
 // (refused on its headers): the rest of that body is still on the wire.
 func discardUnread(ctx *fasthttp.RequestCtx) {
 	if ctx.Request.IsBodyStream() && ctx.Request.Header.ContentLength() != 0 {
-		ctx.SetConnectionClose()
+		closeUnread(ctx)
+	}
+}
+
+// closeUnread closes the connection after the response, with the rest of the request body still
+// unread on it. The close lingers (see lingerConn): closing a socket with unread input makes the
+// kernel answer with a reset, which can destroy the response before the client reads it.
+func closeUnread(ctx *fasthttp.RequestCtx) {
+	ctx.SetConnectionClose()
+	if lc, ok := ctx.Conn().(*lingerConn); ok {
+		lc.linger.Store(true)
 	}
 }

@@ -100,11 +100,11 @@ func (l *listener) Open() error {
 	if err != nil {
 		return fmt.Errorf("listen %s on %s: %w", l.name, l.addr, err)
 	}
-	l.ln = ln
+	l.ln = lingerListener{ln}
 	l.served = make(chan struct{})
 	go func() {
 		defer close(l.served)
-		if err := l.srv.Serve(ln); err != nil {
+		if err := l.srv.Serve(l.ln); err != nil {
 			l.log.Error(l.name+" server stopped", "err", err)
 		}
 	}()

@@ -321,3 +321,22 @@ func TestUnauthorizedSaysWhy(t *testing.T) {
 		t.Errorf("tool service 401 messages not distinct: %v", msgs)
 	}
 }
+
+// A body refused on its headers is never read, and the connection is closed after the response.
+// The client is still sending it: the response must reach the client all the same (a close with
+// unread input resets the connection, which can destroy the response; see http/linger.go).
+func TestRefusedBodyStillGetsItsResponse(t *testing.T) {
+	s := MustStart(t, "")
+	k := s.Key("PLANNER")
+	huge := `{"name":"` + strings.Repeat("x", 4<<20) + `"}`
+	for i := range 40 {
+		path := "/api/forecast/scenarios"
+		if i%2 == 1 {
+			path = "/api/forecast/events"
+		}
+		r := s.Do("POST", path, k, huge)
+		if r.Status != 413 {
+			t.Fatalf("request %d: status %d, want 413 (%s)", i, r.Status, r.Body)
+		}
+	}
+}
