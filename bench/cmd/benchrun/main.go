@@ -264,11 +264,13 @@ func (s *service) died() string {
 	default:
 		return ""
 	}
-	if s.stopping.Load() && !s.early.Load() && (s.exitErr == nil || s.killed.Load()) {
-		return ""
+	if s.stopping.Load() && !s.early.Load() && !s.killed.Load() && (s.exitErr == nil || signaled(s.exitErr, syscall.SIGINT)) {
+		return "" // stopped when asked: a clean exit, or the SIGINT it was sent (the bare baselines do not catch it)
 	}
 	status := "exited with status 0 on its own"
-	if s.exitErr != nil {
+	if s.killed.Load() {
+		status = "did not stop within 30 s of SIGINT and was killed"
+	} else if s.exitErr != nil {
 		status = s.exitErr.Error()
 		var ee *exec.ExitError
 		if errors.As(s.exitErr, &ee) {
@@ -279,6 +281,16 @@ func (s *service) died() string {
 	}
 	return fmt.Sprintf("the service under test (%s, pid %d) died during the benchmark: %s; peak RSS %d MiB; its last log lines:\n```\n%s```",
 		s.Name, s.cmd.Process.Pid, status, s.peakKB.Load()/1024, s.tail.String())
+}
+
+// signaled reports whether err is the exit of a process ended by sig.
+func signaled(err error, sig syscall.Signal) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
 }
 
 // deaths reports every service of the running section that died on its own.
