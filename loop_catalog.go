@@ -162,9 +162,11 @@ type LoopCatalogState struct {
 	Audit    map[string]*LoopAuditEntry `json:"audit"`
 
 	// Derived, rebuilt on first use after a snapshot load: each name's versions in ascending
-	// precedence, and the bytes of all blobs.
+	// precedence, and the bytes of all blobs; shapes caches the states and transitions of the
+	// blobs the compatibility check read (so a publish does not decode its predecessor again).
 	byName    map[string][]loopIndexEntry
 	blobBytes int
+	shapes    map[string]loopShape
 }
 
 type loopIndexEntry struct {
@@ -215,6 +217,7 @@ func (s *LoopCatalogState) ensureIndex() {
 	for key, v := range s.Versions {
 		s.index(key, v)
 	}
+	s.shapes = map[string]loopShape{}
 	s.blobBytes = 0
 	for _, b := range s.Blobs {
 		s.blobBytes += len(b.Data)
@@ -281,6 +284,7 @@ func (s *LoopCatalogState) ApplyLoopRecord(r Record) (bool, error) {
 		if old, ok := s.Blobs[r.ID]; ok {
 			s.blobBytes -= len(old.Data)
 		}
+		delete(s.shapes, r.ID)
 		if r.Del {
 			delete(s.Blobs, r.ID)
 			return true, nil
@@ -644,6 +648,9 @@ func (s *LoopCatalogState) checkCompatible(name string, sv SemVer, m *LoopManife
 }
 
 func (s *LoopCatalogState) shapeOfVersion(v *LoopVersion) (loopShape, error) {
+	if sh, ok := s.shapes[v.Digest]; ok {
+		return sh, nil
+	}
 	var sh loopShape
 	b, ok := s.Blobs[v.Digest]
 	if !ok {
@@ -652,6 +659,7 @@ func (s *LoopCatalogState) shapeOfVersion(v *LoopVersion) (loopShape, error) {
 	if err := json.Unmarshal(b.Data, &sh); err != nil {
 		return sh, fmt.Errorf("loop catalog: decode %s@%s: %w", v.Name, v.Version, err)
 	}
+	s.shapes[v.Digest] = sh
 	return sh, nil
 }
 
