@@ -162,9 +162,11 @@ type LoopCatalogState struct {
 	Audit    map[string]*LoopAuditEntry `json:"audit"`
 
 	// Derived, rebuilt on first use after a snapshot load: each name's versions in ascending
-	// precedence, and the bytes of all blobs.
+	// precedence, and the bytes of all blobs; shapes caches the states and transitions of the
+	// blobs the compatibility check read (so a publish does not decode its predecessor again).
 	byName    map[string][]loopIndexEntry
 	blobBytes int
+	shapes    map[string]loopShape
 }
 
 type loopIndexEntry struct {
@@ -177,6 +179,22 @@ func NewLoopCatalogState(scope string) *LoopCatalogState {
 	s := &LoopCatalogState{Scope: scope}
 	s.ensureIndex()
 	return s
+}
+
+// UnmarshalJSON loads a snapshot: the stored maps replace the state's, and the derived index is
+// dropped so that it is rebuilt from them on first use (a snapshot may be loaded into a state
+// whose index was already built, as an actor's journal load does).
+func (s *LoopCatalogState) UnmarshalJSON(data []byte) error {
+	type stored LoopCatalogState // the same fields without this method
+	var v stored
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	if v.Scope == "" {
+		v.Scope = s.Scope
+	}
+	*s = LoopCatalogState{Scope: v.Scope, Packages: v.Packages, Versions: v.Versions, Blobs: v.Blobs, Audit: v.Audit}
+	return nil
 }
 
 func (s *LoopCatalogState) ensureIndex() {
@@ -199,6 +217,7 @@ func (s *LoopCatalogState) ensureIndex() {
 	for key, v := range s.Versions {
 		s.index(key, v)
 	}
+	s.shapes = map[string]loopShape{}
 	s.blobBytes = 0
 	for _, b := range s.Blobs {
 		s.blobBytes += len(b.Data)
@@ -265,6 +284,7 @@ func (s *LoopCatalogState) ApplyLoopRecord(r Record) (bool, error) {
 		if old, ok := s.Blobs[r.ID]; ok {
 			s.blobBytes -= len(old.Data)
 		}
+		delete(s.shapes, r.ID)
 		if r.Del {
 			delete(s.Blobs, r.ID)
 			return true, nil
@@ -390,26 +410,72 @@ type LoopPublishResult struct {
 // compatible with (409 BREAKING_CHANGE). The version is signed with signer; `latest` moves to it
 // when it is a release higher than latest's version.
 func (s *LoopCatalogState) Publish(req LoopPublishRequest, signer *LoopSigner, now time.Time) (LoopPublishResult, []Record, error) {
+	return s.PublishPrepared(PrepareLoopPublish(req, signer), now)
+}
+
+// PreparedLoopPublish is a publish whose work that needs no catalog state is done: the manifest
+// canonicalized, digested, validated and signed. Preparing runs outside the catalog's actor (a
+// manifest of 1 MiB takes milliseconds), so that the actor only decides against its state; the
+// errors found are reported by PublishPrepared in the order Publish checks them.
+type PreparedLoopPublish struct {
+	req       LoopPublishRequest
+	sv        SemVer
+	svErr     error
+	noSigner  bool
+	canonical []byte
+	canonErr  error
+	digest    string
+	integrity string
+	manifest  *LoopManifest
+	parseErr  error
+	signature LoopSignature
+}
+
+// PrepareLoopPublish does the stateless part of publishing req: pure, safe on any goroutine.
+func PrepareLoopPublish(req LoopPublishRequest, signer *LoopSigner) *PreparedLoopPublish {
+	p := &PreparedLoopPublish{req: req, noSigner: signer == nil}
+	if len(req.Manifest) > MaxLoopManifestBytes {
+		return p
+	}
+	p.sv, p.svErr = ParseSemVer(req.Version)
+	if p.svErr != nil || p.noSigner {
+		return p
+	}
+	if p.canonical, p.canonErr = CanonicalJSON(req.Manifest); p.canonErr != nil {
+		return p
+	}
+	p.digest = LoopDigest(p.canonical)
+	if p.manifest, p.parseErr = ParseLoopManifest(p.canonical); p.parseErr != nil {
+		return p
+	}
+	if p.manifest.Name == req.Name && p.manifest.Version == req.Version {
+		p.integrity = LoopIntegrity(p.canonical)
+		p.signature = signer.Sign(req.Name, req.Version, p.integrity)
+	}
+	return p
+}
+
+// PublishPrepared is Publish's decision against the state, for a prepared publish.
+func (s *LoopCatalogState) PublishPrepared(prep *PreparedLoopPublish, now time.Time) (LoopPublishResult, []Record, error) {
 	var res LoopPublishResult
+	req := prep.req
 	if len(req.Manifest) > MaxLoopManifestBytes {
 		return res, nil, Errorf(ETOOLARGE, "A loop manifest is at most %d bytes (1 MiB)", MaxLoopManifestBytes)
 	}
 	if err := s.checkName(req.Name); err != nil {
 		return res, nil, err
 	}
-	sv, err := ParseSemVer(req.Version)
-	if err != nil {
-		return res, nil, Invalid("version", "is not a semver 2.0 version: %v", err)
+	if prep.svErr != nil {
+		return res, nil, Invalid("version", "is not a semver 2.0 version: %v", prep.svErr)
 	}
-	if signer == nil {
+	if prep.noSigner {
 		return res, nil, Errorf(EINTERNAL, "loop catalog has no signing key")
 	}
 	s.ensureIndex()
-	canonical, err := CanonicalJSON(req.Manifest)
-	if err != nil {
-		return res, nil, err
+	if prep.canonErr != nil {
+		return res, nil, prep.canonErr
 	}
-	digest := LoopDigest(canonical)
+	sv, canonical, digest := prep.sv, prep.canonical, prep.digest
 	id := loopVersionID(req.Name, sv)
 	if old, ok := s.Versions[id]; ok {
 		switch {
@@ -428,10 +494,10 @@ func (s *LoopCatalogState) Publish(req LoopPublishRequest, signer *LoopSigner, n
 			"%s@%s is already published with other content (%s); published versions never change: publish a new version",
 			req.Name, req.Version, old.Digest), Details: map[string][]string{"version": {"exists with digest " + old.Digest}}}
 	}
-	m, err := ParseLoopManifest(canonical)
-	if err != nil {
-		return res, nil, err
+	if prep.parseErr != nil {
+		return res, nil, prep.parseErr
 	}
+	m := prep.manifest
 	fe := FieldErrors{}
 	if m.Name != req.Name {
 		fe.Add("name", "the manifest names %q but is published as %q", m.Name, req.Name)
@@ -456,10 +522,9 @@ func (s *LoopCatalogState) Publish(req LoopPublishRequest, signer *LoopSigner, n
 	}
 
 	now = now.UTC()
-	integrity := LoopIntegrity(canonical)
 	v := &LoopVersion{
-		LoopDist: LoopDist{Name: req.Name, Version: req.Version, Digest: digest, Integrity: integrity,
-			Signatures: []LoopSignature{signer.Sign(req.Name, req.Version, integrity)}},
+		LoopDist: LoopDist{Name: req.Name, Version: req.Version, Digest: digest, Integrity: prep.integrity,
+			Signatures: []LoopSignature{prep.signature}},
 		Domain: m.Domain, Description: m.Description, Keywords: m.Keywords, Size: len(canonical),
 		Prerelease: sv.IsPrerelease(), PublishedAt: now, Publisher: req.Publisher,
 	}
@@ -583,6 +648,9 @@ func (s *LoopCatalogState) checkCompatible(name string, sv SemVer, m *LoopManife
 }
 
 func (s *LoopCatalogState) shapeOfVersion(v *LoopVersion) (loopShape, error) {
+	if sh, ok := s.shapes[v.Digest]; ok {
+		return sh, nil
+	}
 	var sh loopShape
 	b, ok := s.Blobs[v.Digest]
 	if !ok {
@@ -591,6 +659,7 @@ func (s *LoopCatalogState) shapeOfVersion(v *LoopVersion) (loopShape, error) {
 	if err := json.Unmarshal(b.Data, &sh); err != nil {
 		return sh, fmt.Errorf("loop catalog: decode %s@%s: %w", v.Name, v.Version, err)
 	}
+	s.shapes[v.Digest] = sh
 	return sh, nil
 }
 

@@ -611,6 +611,8 @@ func TestLoopIsolation(t *testing.T) {
 	betaAdmin := LoopCaller{OrgSlug: "beta", Role: RoleAdmin}
 	acmePlanner := LoopCaller{OrgSlug: "acme", Role: RolePlanner}
 	platform := LoopCaller{Platform: true}
+	// An organization that got the reserved slug before it was reserved has no loops of its own.
+	squatter := LoopCaller{OrgID: "org_old", OrgSlug: GlobalLoopScope, Role: RoleAdmin}
 	checks := []struct {
 		what string
 		err  error
@@ -626,6 +628,8 @@ func TestLoopIsolation(t *testing.T) {
 		{"platform writes global", platform.CheckWrite(GlobalLoopScope), ""},
 		{"platform reads acme", platform.CheckRead("acme"), ETENANTREQUIRED},
 		{"platform writes acme", platform.CheckWrite("acme"), ETENANTREQUIRED},
+		{"squatter reads global", squatter.CheckRead(GlobalLoopScope), ""},
+		{"squatter writes global", squatter.CheckWrite(GlobalLoopScope), EFORBIDDEN},
 	}
 	for _, c := range checks {
 		if ErrorCode(c.err) != c.code {
@@ -650,8 +654,17 @@ func TestLoopIsolation(t *testing.T) {
 	if strings.Join(names, ",") != "beta/restock,supplyplan/shared" {
 		t.Errorf("beta's listing = %v", names)
 	}
-	if got := platform.ReadableScopes(); len(got) != 1 || got[0] != GlobalLoopScope {
-		t.Errorf("platform scopes = %v", got)
+	for _, c := range []LoopCaller{platform, squatter} {
+		if got := c.ReadableScopes(); len(got) != 1 || got[0] != GlobalLoopScope {
+			t.Errorf("%+v: scopes = %v", c, got)
+		}
+	}
+	if got, want := LoopCallerOf(Principal{KeyID: "key_1", OrgID: "org_1", Role: RoleViewer}, Organization{ID: "org_1", Slug: "acme"}),
+		(LoopCaller{OrgID: "org_1", OrgSlug: "acme", Role: RoleViewer, KeyID: "key_1"}); got != want {
+		t.Errorf("LoopCallerOf = %+v, want %+v", got, want)
+	}
+	if got := LoopCallerOf(Principal{KeyID: "key_p", Platform: true}, Organization{}); !got.Platform || got.Actor() != "platform:apikey:key_p" {
+		t.Errorf("platform caller = %+v (%s)", got, got.Actor())
 	}
 }
 
@@ -884,5 +897,58 @@ func TestLoopResolveMatchesAFullScan(t *testing.T) {
 				t.Errorf("%q (includePrerelease %v): %v %v, want %v", spec, incPre, got.Candidates, err, want)
 			}
 		}
+	}
+}
+
+// An actor loads a snapshot into the state its constructor built (whose index exists already):
+// the loaded versions must be found, not the constructor's empty index.
+func TestLoopCatalogSnapshotIntoBuiltState(t *testing.T) {
+	f := newCatalogFixture(t, "acme")
+	f.mustPublish("acme/restock", "1.0.0", nil)
+	f.mustPublish("acme/restock", "1.1.0", nil)
+	snap, err := json.Marshal(f.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := NewLoopCatalogState("acme")
+	if err := json.Unmarshal(snap, loaded); err != nil {
+		t.Fatal(err)
+	}
+	r, err := loaded.Resolve("acme/restock", "^1", false)
+	if err != nil || r.Version != "1.1.0" {
+		t.Fatalf("resolve after snapshot load = %+v, %v; want 1.1.0", r, err)
+	}
+	if loaded.Scope != "acme" {
+		t.Fatalf("scope = %q", loaded.Scope)
+	}
+	// The derived byte count is rebuilt too: the scope's manifest bytes still count.
+	if loaded.ensureIndex(); loaded.blobBytes != f.s.blobBytes || loaded.blobBytes == 0 {
+		t.Fatalf("blob bytes %d, want %d", loaded.blobBytes, f.s.blobBytes)
+	}
+}
+
+// Preparing a publish outside the actor must not change which error a publish answers.
+func TestLoopPublishPreparedKeepsTheCheckOrder(t *testing.T) {
+	f := newCatalogFixture(t, "acme")
+	publish := func(name, version string, manifest []byte, signer *LoopSigner) error {
+		_, recs, err := f.s.PublishPrepared(PrepareLoopPublish(LoopPublishRequest{Name: name, Version: version, Manifest: manifest, Publisher: "p"}, signer), f.now)
+		if err == nil {
+			f.apply(recs)
+		}
+		return err
+	}
+	wantCode(t, "another scope's name with bad JSON", publish("beta/x", "1.0.0", []byte("{"), f.signer), ENOTFOUND)
+	wantCode(t, "a bad version with bad JSON", publish("acme/x", "1.0", []byte("{"), f.signer), EVALIDATION)
+	wantCode(t, "no signer", publish("acme/restock", "1.0.0", loopManifest(t, "acme/restock", "1.0.0", nil), nil), EINTERNAL)
+	if err := publish("acme/restock", "1.0.0", loopManifest(t, "acme/restock", "1.0.0", nil), f.signer); err != nil {
+		t.Fatal(err)
+	}
+	invalid := loopManifest(t, "acme/restock", "1.0.0", func(m map[string]any) { m["states"] = []any{} })
+	wantCode(t, "invalid content under a published version", publish("acme/restock", "1.0.0", invalid, f.signer), EVERSIONEXISTS)
+	wantCode(t, "invalid content under a new version", publish("acme/restock", "1.1.0", loopManifest(t, "acme/restock", "1.1.0",
+		func(m map[string]any) { m["states"] = []any{} }), f.signer), EVALIDATION)
+	v, err := f.s.Version("acme/restock", "1.0.0")
+	if err != nil || len(v.Signatures) != 1 || v.Signatures[0].KeyID != f.signer.KeyID() || v.Integrity == "" {
+		t.Fatalf("prepared version = %+v, %v", v, err)
 	}
 }

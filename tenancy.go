@@ -165,6 +165,8 @@ func (in OrganizationInput) Validate() error {
 		fe.Add("slug", "is required")
 	} else if !slugRe.MatchString(*in.Slug) {
 		fe.Add("slug", "must be 1 to 63 lowercase letters, digits or hyphens, not starting or ending with a hyphen")
+	} else if *in.Slug == GlobalLoopScope {
+		fe.Add("slug", "%q is reserved: it is the scope of the loop catalog's global loops", GlobalLoopScope)
 	}
 	if in.Entitlements != nil {
 		validateNames(fe, "entitlements", *in.Entitlements)

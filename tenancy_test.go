@@ -75,6 +75,9 @@ func TestPlatformStateKeysAndOrgs(t *testing.T) {
 	if _, _, err := st.CreateOrg(OrganizationInput{Name: ptr("A2"), Slug: ptr("a")}, now); err == nil {
 		t.Fatal("duplicate slug accepted")
 	}
+	if _, _, err := st.CreateOrg(OrganizationInput{Name: ptr("Squatter"), Slug: ptr(GlobalLoopScope)}, now); ErrorCode(err) != EVALIDATION {
+		t.Fatalf("the reserved slug %q: %v, want a validation error", GlobalLoopScope, err)
+	}
 	k, secret, recs, err := st.CreateKey(o.ID, APIKeyInput{Scopes: &[]string{"import:write", "import:write"}}, now)
 	if err != nil || len(k.Scopes) != 1 || k.Role != "" || secret == "" {
 		t.Fatalf("scoped key = %+v %v", k, err)

@@ -26,9 +26,9 @@ type Config struct {
 
 // Core is what every service of this package shares: the hollywood engine, the journal, and the
 // registry of journaled actors (one per organization, the platform's, one outbound actor per
-// organization and the platform's), with the transactions that run in them (tenantTx, platformTx,
-// outboundTx). It owns no business: the services (Platform, Forecasting, Transfers...) do, each
-// built on the core and opened after it.
+// organization and the platform's, one loop catalog actor per scope), with the transactions that
+// run in them (tenantTx, platformTx, outboundTx, loopTx). It owns no business: the services
+// (Platform, Forecasting, Transfers...) do, each built on the core and opened after it.
 type Core struct {
 	cfg    Config
 	log    *slog.Logger
@@ -42,6 +42,7 @@ type Core struct {
 	mu        sync.Mutex
 	tenants   sync.Map // orgID -> *actor.PID
 	outbounds sync.Map // owner -> *actor.PID
+	loops     sync.Map // loop catalog owner (an organization id or the global scope) -> *actor.PID
 	closed    bool
 
 	quarantined atomic.Int64 // stored values out of bounds left out at load (reportQuarantined)
@@ -158,6 +159,10 @@ func (c *Core) Close(ctx context.Context) error {
 		return true
 	})
 	c.outbounds.Range(func(_, v any) bool {
+		pids = append(pids, v.(*actor.PID))
+		return true
+	})
+	c.loops.Range(func(_, v any) bool {
 		pids = append(pids, v.(*actor.PID))
 		return true
 	})

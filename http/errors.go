@@ -28,6 +28,8 @@ var statusOf = map[string]int{
 	supplyplan.EIDEMINFLIGHT:   fasthttp.StatusConflict,
 	supplyplan.EIDEMREUSED:     fasthttp.StatusUnprocessableEntity,
 	supplyplan.EIDEMLOST:       fasthttp.StatusGone,
+	supplyplan.EVERSIONEXISTS:  fasthttp.StatusConflict,
+	supplyplan.EBREAKINGCHANGE: fasthttp.StatusConflict,
 }
 
 // StatusOf returns the HTTP status of an error code.

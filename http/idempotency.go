@@ -112,7 +112,7 @@ func (s *Server) detached(r *Request, h handlerFunc, claim *supplyplan.Idempoten
 
 	dctx, cancel := context.WithTimeout(context.Background(), detachedFactor*s.cfg.RequestTimeout)
 	r2 := &Request{Ctx: pc, Context: supplyplan.WithIdempotency(dctx, claim), Principal: r.Principal, Org: r.Org,
-		params: r.params, server: s, bodyLimit: r.bodyLimit, body: bd, bodyRead: true}
+		params: r.params, server: s, budget: r.budget, decodeLimit: r.decodeLimit, bodyLimit: r.bodyLimit, body: bd, bodyRead: true}
 	done := make(chan struct{})
 	s.runningOn.Add(1)
 	go func() {

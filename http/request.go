@@ -29,6 +29,10 @@ type Request struct {
 	Org       supplyplan.Organization
 	params    params
 	server    *Server
+	// budget is the listener's body budget, and decodeLimit the largest JSON body Decode takes
+	// (the server's BodyLimit).
+	budget      *BodyBudget
+	decodeLimit int
 	// bodyLimit is the largest body this request may send: the server's BodyLimit, raised to the
 	// import limit by the import and signal routes once their key is checked.
 	bodyLimit int
@@ -42,7 +46,7 @@ type Request struct {
 func (r *Request) Body() ([]byte, error) {
 	if !r.bodyRead {
 		r.bodyRead = true
-		r.body, r.bodyErr = readBody(r.Ctx, r.bodyLimit, r.server.budget)
+		r.body, r.bodyErr = readBody(r.Ctx, r.bodyLimit, r.budget)
 	}
 	return r.body.b, r.bodyErr
 }
@@ -75,7 +79,7 @@ func (r *Request) Decode(v any) error {
 	if err != nil {
 		return err
 	}
-	return decodeJSON(b, r.server.cfg.BodyLimit, v)
+	return decodeJSON(b, r.decodeLimit, v)
 }
 
 // DecodeOptional is Decode but an empty body leaves v unchanged.
@@ -87,7 +91,7 @@ func (r *Request) DecodeOptional(v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil
 	}
-	return decodeJSON(b, r.server.cfg.BodyLimit, v)
+	return decodeJSON(b, r.decodeLimit, v)
 }
 
 // decodeJSON is the one request decoder: one JSON object, known field types, nothing after it,

@@ -136,7 +136,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	r := &Request{Ctx: ctx, Context: rctx, params: params, server: s, bodyLimit: s.cfg.BodyLimit}
+	r := &Request{Ctx: ctx, Context: rctx, params: params, server: s, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit}
 	defer func() { r.body.release() }()
 	if err := h(r); err != nil {
 		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {

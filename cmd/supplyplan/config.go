@@ -73,6 +73,10 @@ type Config struct {
 	MCPAllowedOrigins string
 	MCPPageSize       int
 
+	// Loop catalog.
+	LoopCatalogAddr string
+	LoopSigningKey  string
+
 	envErr error // first environment variable that did not parse (EnvError)
 
 	// Surfaces chooses what Open starts (serve: all; registry, tools: one). Zero means all.
@@ -82,11 +86,11 @@ type Config struct {
 }
 
 // Surfaces selects the servers Main runs.
-type Surfaces struct{ API, Registry, Tools bool }
+type Surfaces struct{ API, Registry, Tools, LoopCatalog bool }
 
 func (s Surfaces) all() Surfaces {
-	if !s.API && !s.Registry && !s.Tools {
-		return Surfaces{API: true, Registry: true, Tools: true}
+	if !s.API && !s.Registry && !s.Tools && !s.LoopCatalog {
+		return Surfaces{API: true, Registry: true, Tools: true, LoopCatalog: true}
 	}
 	return s
 }
@@ -153,6 +157,8 @@ func DefaultConfig() Config {
 		ToolsSecret:       envString("SUPPLYPLAN_TOOLS_SECRET", ""),
 		MCPAllowedOrigins: envString("SUPPLYPLAN_MCP_ALLOWED_ORIGINS", ""),
 		MCPPageSize:       envInt("SUPPLYPLAN_MCP_PAGE_SIZE", 50),
+		LoopCatalogAddr:   envString("SUPPLYPLAN_LOOP_CATALOG_ADDR", "127.0.0.1:3011"),
+		LoopSigningKey:    envString("SUPPLYPLAN_LOOP_SIGNING_KEY", ""),
 		RedisAddr:         envString("SUPPLYPLAN_REDIS_ADDR", ""),
 		RedisPassword:     envString("SUPPLYPLAN_REDIS_PASSWORD", ""),
 		RedisPrefix:       envString("SUPPLYPLAN_REDIS_PREFIX", "supplyplan:"),
@@ -201,6 +207,8 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.ToolsSecret, "tools-secret", c.ToolsSecret, "HMAC secret of tool confirmation tokens, the same on every node (default: generated into <data>/tools-secret) (SUPPLYPLAN_TOOLS_SECRET)")
 	fs.StringVar(&c.MCPAllowedOrigins, "mcp-allowed-origins", c.MCPAllowedOrigins, "comma-separated browser origins allowed on the MCP endpoints besides loopback ones (SUPPLYPLAN_MCP_ALLOWED_ORIGINS)")
 	fs.IntVar(&c.MCPPageSize, "mcp-page-size", c.MCPPageSize, "tools/list page size of the MCP endpoints (SUPPLYPLAN_MCP_PAGE_SIZE)")
+	fs.StringVar(&c.LoopCatalogAddr, "loop-catalog-addr", c.LoopCatalogAddr, "loop catalog listen address (SUPPLYPLAN_LOOP_CATALOG_ADDR)")
+	fs.StringVar(&c.LoopSigningKey, "loop-signing-key", c.LoopSigningKey, "Ed25519 PKCS#8 PEM file of the loop catalog's signing key (default: generated into <data>/loop-signing-key.pem) (SUPPLYPLAN_LOOP_SIGNING_KEY)")
 	fs.StringVar(&c.RedisAddr, "redis-addr", c.RedisAddr, "Redis address (distributed mode: alert cooldown state and the registry's gateway keys live there); empty: embedded (SUPPLYPLAN_REDIS_ADDR)")
 	fs.StringVar(&c.RedisPassword, "redis-password", c.RedisPassword, "Redis password (SUPPLYPLAN_REDIS_PASSWORD)")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key (SUPPLYPLAN_REDIS_PREFIX)")

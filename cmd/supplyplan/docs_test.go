@@ -23,9 +23,15 @@ type docExample struct {
 // annotation is the trailing comment that documents a curl call's status: `# → 201`.
 var annotation = regexp.MustCompile(`#\s*(?:→|->)\s*([1-5][0-9][0-9])\b`)
 
-// docScript turns the ```bash blocks of a page into one script, in order. The line that sets U
-// (the API base URL) is replaced by base. It returns the script and the annotations in order.
-func docScript(tb testing.TB, page, base string) (string, []docExample) {
+// exitAnnotation documents the exit status of a command of the binary: `# exit 1`.
+var exitAnnotation = regexp.MustCompile(`#\s*exit\s+([0-9]+)\s*$`)
+
+// docScript turns the ```bash blocks of a page into one script, in order. A line that sets one of
+// bases' variables (`export U=...`: U is the API's base URL, C the loop catalog's) is replaced by
+// the variable set to its value. A call of the binary (`bin/supplyplan ...  # exit 1`) runs
+// through doc_exit, which checks the exit status it documents. It returns the script and the
+// curl calls' annotations in order.
+func docScript(tb testing.TB, page string, bases map[string]string) (string, []docExample) {
 	tb.Helper()
 	f, err := os.Open(page)
 	if err != nil {
@@ -50,8 +56,17 @@ func docScript(tb testing.TB, page, base string) (string, []docExample) {
 		case !in:
 			continue
 		}
-		if strings.HasPrefix(trimmed, "export U=") {
-			line = "export U=" + base
+		for name, base := range bases {
+			if strings.HasPrefix(trimmed, "export "+name+"=") {
+				line = "export " + name + "=" + base
+			}
+		}
+		if strings.HasPrefix(trimmed, "bin/supplyplan ") {
+			m := exitAnnotation.FindStringSubmatch(line)
+			if m == nil {
+				tb.Fatalf("%s:%d calls the binary without documenting its exit status (`# exit 0`)", page, n)
+			}
+			line = fmt.Sprintf("doc_exit %s %d %s", m[1], n, line)
 		}
 		calls += len(regexp.MustCompile(`(^|[\s($|])curl\s`).FindAllString(line, -1))
 		for _, m := range annotation.FindAllStringSubmatch(line, -1) {
@@ -85,24 +100,56 @@ curl() {
 	fi
 	cat "$body"; rm -f "$body"
 }
+doc_exit() {
+	local want=$1 line=$2 got
+	shift 2
+	"$@"; got=$?
+	if [ "$got" != "$want" ]; then
+		echo "docs line $line: documented exit status $want, got $got" >>"$DOC_FAILS"
+	fi
+}
 `
 
 // TestAPIDocumentationRuns runs every request of docs/api.md, in order, against a fresh server,
 // and checks the status each one documents: the examples are how a newcomer learns the API, so
 // they must work as written on a new data dir.
 func TestAPIDocumentationRuns(t *testing.T) {
+	runDocPage(t, "../../docs/api.md", false)
+}
+
+// TestLoopCatalogDocumentationRuns does the same for the loop catalog's page, whose examples also
+// run `bin/supplyplan loop verify`.
+func TestLoopCatalogDocumentationRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	runDocPage(t, "../../docs/loop-catalog-api.md", true)
+}
+
+// runDocPage runs the examples of page against a fresh server (the defaults a newcomer runs with,
+// on free ports), from a directory that holds its data dir as data/ and, with withBinary, the
+// built binary as bin/supplyplan, as the repository's root does after `make run`.
+func runDocPage(t *testing.T, page string, withBinary bool) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			testdeps.Missing(t, tool+" is not installed", "bash scripts/test-deps.sh")
 		}
 	}
-	s := MustStart(t, "") // the defaults a newcomer runs with
-	script, examples := docScript(t, "../../docs/api.md", s.URL)
+	s := MustStart(t, "")
+	script, examples := docScript(t, page, map[string]string{"U": s.URL, "C": "http://" + s.Main.Loops.Addr()})
 
 	dir := t.TempDir()
 	// The examples read keys from data/credentials.json, as after `make run`.
 	if err := os.Symlink(s.Data, filepath.Join(dir, "data")); err != nil {
 		t.Fatal(err)
+	}
+	if withBinary {
+		if err := os.Mkdir(filepath.Join(dir, "bin"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(mustBinary(t), filepath.Join(dir, "bin", "supplyplan")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -132,16 +179,16 @@ func TestAPIDocumentationRuns(t *testing.T) {
 	case <-time.After(5 * time.Minute):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("the examples of docs/api.md did not finish in 5 minutes; output:\n%s", out)
+		t.Fatalf("the examples of %s did not finish in 5 minutes; output:\n%s", page, out)
 	}
 	if runErr != nil {
-		t.Errorf("the examples of docs/api.md exited with %v; output:\n%s", runErr, out)
+		t.Errorf("the examples of %s exited with %v; output:\n%s", page, runErr, out)
 	}
 	b, _ := os.ReadFile(counter)
 	if got := strings.TrimSpace(string(b)); got != fmt.Sprint(len(examples)) {
 		t.Errorf("%s of %d documented calls ran", got, len(examples))
 	}
 	if b, _ := os.ReadFile(fails); len(b) > 0 {
-		t.Errorf("examples of docs/api.md that do not do what they document:\n%s", b)
+		t.Errorf("examples of %s that do not do what they document:\n%s", page, b)
 	}
 }

@@ -21,6 +21,10 @@ func main() {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "supplyplan:", err)
 		}
+		var ex exitError
+		if errors.As(err, &ex) {
+			os.Exit(ex.code)
+		}
 		os.Exit(2)
 	}
 }
@@ -31,6 +35,9 @@ Usage:
   supplyplan serve [flags]     run every surface in one process (see: supplyplan serve --help)
   supplyplan registry [flags]  run only the MCP registry discovery endpoint
   supplyplan tools [flags]     run only the hosted commerce tool service
+  supplyplan loop-catalog [flags]  run only the loop catalog
+  supplyplan loop verify [flags] <manifest.json>
+                               check a downloaded loop manifest's digest, integrity and signature
   supplyplan version           print the version
 `
 
@@ -49,6 +56,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return serve(args[0], args[1:], Surfaces{Registry: true}, stdout, stderr)
 	case "tools":
 		return serve(args[0], args[1:], Surfaces{Tools: true}, stdout, stderr)
+	case "loop-catalog":
+		return serve(args[0], args[1:], Surfaces{LoopCatalog: true}, stdout, stderr)
+	case "loop":
+		return loopCommand(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, Version)
 		return nil

@@ -49,6 +49,7 @@ type proc struct {
 	cmd   *exec.Cmd
 	URL   string
 	Tools string // the tool service's URL
+	Loops string // the loop catalog's URL
 	Creds supplyplan.Credentials
 	exit  chan error
 }
@@ -56,7 +57,8 @@ type proc struct {
 func startProc(tb testing.TB, dataDir string, extra ...string) *proc {
 	tb.Helper()
 	args := append([]string{"serve", "--data", dataDir, "--api-addr", "127.0.0.1:0",
-		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--loop-catalog-addr", "127.0.0.1:0",
+		"--log-level", "warn"}, extra...)
 	cmd := exec.Command(mustBinary(tb), args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
@@ -78,7 +80,7 @@ func startProc(tb testing.TB, dataDir string, extra ...string) *proc {
 	go func() { p.exit <- cmd.Wait() }()
 	tb.Cleanup(func() { _ = cmd.Process.Kill() })
 	deadline := time.After(30 * time.Second)
-	for p.URL == "" || p.Tools == "" {
+	for p.URL == "" || p.Tools == "" || p.Loops == "" {
 		select {
 		case l, ok := <-lines:
 			if !ok {
@@ -89,6 +91,9 @@ func startProc(tb testing.TB, dataDir string, extra ...string) *proc {
 			}
 			if rest, ok := strings.CutPrefix(l, "listening tools "); ok {
 				p.Tools = rest
+			}
+			if rest, ok := strings.CutPrefix(l, "listening loop-catalog "); ok {
+				p.Loops = rest
 			}
 		case <-deadline:
 			tb.Fatal("server not ready after 30s")

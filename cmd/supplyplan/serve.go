@@ -44,6 +44,7 @@ type Main struct {
 	Redis    *redisstore.Store
 	Tools    *sphttp.ToolServer
 	Registry *rpc.RegistryServer
+	Loops    *sphttp.LoopCatalogServer
 
 	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog, the forecaster
 	// and the transfer recommendations from System.Catalog, System.Forecasts and System.Transfers
@@ -107,7 +108,11 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.System = m.newSystem(j, ob, al, plans)
+	loops, err := m.loopCatalogConfig()
+	if err != nil {
+		return err
+	}
+	m.System = m.newSystem(j, ob, al, plans, loops)
 	unsubWebhooks := m.Bus.Subscribe(m.System.Webhooks.HandleEvent)
 	unsubAlerts := m.Bus.Subscribe(m.System.Alerts.HandleEvent)
 	m.unsubscribe = func() { unsubWebhooks(); unsubAlerts() }
@@ -189,6 +194,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.Tools != nil {
 		step("tools", func() error { return m.Tools.Close(ctx) })
+	}
+	if m.Loops != nil {
+		step("loop catalog", func() error { return m.Loops.Close(ctx) })
 	}
 	if m.Redis != nil {
 		step("redis", func() error { return m.Redis.Close(ctx) })

@@ -75,7 +75,8 @@ func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 	return nil
 }
 
-// openSurfaces starts the tool service and the registry (those the configuration selects).
+// openSurfaces starts the tool service, the registry and the loop catalog (those the
+// configuration selects).
 func (m *Main) openSurfaces() error {
 	cfg := m.Config
 	run := cfg.Surfaces.all()
@@ -103,6 +104,11 @@ func (m *Main) openSurfaces() error {
 			return err
 		}
 		fmt.Fprintf(m.out, "listening registry http://%s\n", m.Registry.Addr())
+	}
+	if run.LoopCatalog {
+		if err := m.openLoopCatalog(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ type System struct {
 	Signals     *actors.Signals
 	MCP         *actors.MCP
 	Idempotency *actors.Idempotency
+	Loops       *actors.LoopCatalog
 
 	opened []systemPart // what Open opened, in order
 }
@@ -36,7 +37,8 @@ type systemPart struct {
 }
 
 // newSystem builds the services (unopened). A service is built after the ones it depends on.
-func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, al actors.AlertsConfig, plans supplyplan.PlansConfig) *System {
+func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, al actors.AlertsConfig, plans supplyplan.PlansConfig,
+	loops actors.LoopCatalogConfig) *System {
 	cfg := m.Config
 	s := &System{}
 	s.Core = actors.NewCore(actors.Config{Journal: journal, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery, Now: cfg.Clock})
@@ -55,15 +57,18 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 	s.Signals = actors.NewSignals(s.Core, m.Demand, s.Forecasts, s.Alerts)
 	s.MCP = actors.NewMCP(s.Core, s.Webhooks)
 	s.Idempotency = actors.NewIdempotency(s.Core)
+	s.Loops = actors.NewLoopCatalog(s.Core, loops)
 	return s
 }
 
 // Open opens the core, then the services that run in the background, in dependency order: the
-// forecasts (change-history figures left pending), deliveries and the relay, alert evaluation, the
-// recommendation sweep, then the import jobs a stop interrupted.
+// loop catalog (publishes the built-in loops), the forecasts (change-history figures left
+// pending), deliveries and the relay, alert evaluation, the recommendation sweep, then the import
+// jobs a stop interrupted.
 func (s *System) Open(ctx context.Context) error {
 	for _, p := range []systemPart{
 		{"actors", s.Core.Open, s.Core.Close},
+		{"loop catalog", s.Loops.Open, s.Loops.Close},
 		{"forecasts", s.Forecasts.Open, s.Forecasts.Close},
 		{"webhooks", s.Webhooks.Open, s.Webhooks.Close},
 		{"alerts", s.Alerts.Open, s.Alerts.Close},

@@ -24,6 +24,9 @@ type loadSpec struct {
 	Concurrency int
 	Warmup      time.Duration
 	Duration    time.Duration
+
+	// Path, when set, is the path (and query) of each request instead of URL's (same host).
+	Path func(worker, i int) string
 }
 
 // loadResult is what a phase measured.
@@ -71,7 +74,11 @@ func runLoad(spec loadSpec) (loadResult, error) {
 			local := make([]time.Duration, 0, 1<<16)
 			for i := 0; !stop.Load(); i++ {
 				req.Reset()
-				req.SetRequestURI(path)
+				if spec.Path != nil {
+					req.SetRequestURI(spec.Path(w, i))
+				} else {
+					req.SetRequestURI(path)
+				}
 				req.Header.SetHost(host)
 				req.Header.SetMethod(spec.Method)
 				req.Header.SetContentType("application/json")
