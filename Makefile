@@ -37,7 +37,7 @@ test-unit:
 fuzz:
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeScenario -fuzztime 30s
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 30s
-	$(GO) test . -run '^$$' -fuzz FuzzStrictJSON -fuzztime 30s
+	$(GO) test ./internal/strictjson -run '^$$' -fuzz FuzzCheck -fuzztime 30s
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzScan -fuzztime 30s
 	$(GO) test ./rpc -run '^$$' -fuzz FuzzHandleMCP -fuzztime 30s
 

@@ -179,7 +179,8 @@ type DemandReader interface {
 }
 
 // SignalPublisher takes demand signals into the same path as the Kafka stream and answers once each
-// is durable, with one outcome per signal.
+// is durable, with one outcome per signal. It is where those signals are validated
+// (NormalizeSignal): an invalid one is SignalRejected with reason RejectInvalidSignal.
 type SignalPublisher interface {
 	Publish(ctx context.Context, signals []DemandSignal) ([]SignalOutcome, error)
 }

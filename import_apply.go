@@ -1,15 +1,15 @@
 package supplyplan
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 )
 
-// DecodedRows are the rows of one chunk of an import, decoded (outside the tenant actor) but not
-// yet checked against the tenant's state. Index[i] is the 0-based request row of the i-th row.
+// DecodedRows are the rows of one chunk of an import, decoded (outside the tenant actor, by
+// internal/importjson) but not yet checked against the tenant's state: the input of ApplyImport.
+// Index[i] is the 0-based request row of the i-th row.
 type DecodedRows struct {
 	Kind           ImportKind
 	Index          []int
@@ -20,70 +20,6 @@ type DecodedRows struct {
 	Orders         []OrderRow
 	Demand         []DemandHistoryRow
 	Errors         []RowError
-}
-
-// DecodeImportRows decodes raw rows whose request index starts at offset.
-func DecodeImportRows(kind ImportKind, raw []json.RawMessage, offset int) DecodedRows {
-	d := DecodedRows{Kind: kind}
-	var in interner
-	var slab []demandSlab
-	if kind == ImportDemandHistory {
-		in, slab = interner{}, make([]demandSlab, len(raw))
-		d.Demand = make([]DemandHistoryRow, 0, len(raw))
-		d.Index = make([]int, 0, len(raw))
-	}
-	for i, r := range raw {
-		idx := offset + i
-		var err *RowError
-		if kind == ImportDemandHistory {
-			var row DemandHistoryRow
-			if decodeDemandFast(r, in, &slab[i], &row) {
-				d.Demand = append(d.Demand, row)
-				d.Index = append(d.Index, idx)
-				continue
-			}
-		}
-		switch kind {
-		case ImportCatalog:
-			var row CatalogRow
-			if err = decodeRow(idx, r, &row); err == nil {
-				d.Catalog = append(d.Catalog, row)
-			}
-		case ImportInventory:
-			var row InventoryRow
-			if err = decodeRow(idx, r, &row); err == nil {
-				d.Inventory = append(d.Inventory, row)
-			}
-		case ImportSuppliers:
-			var row SupplierRow
-			if err = decodeRow(idx, r, &row); err == nil {
-				d.Suppliers = append(d.Suppliers, row)
-			}
-		case ImportPurchaseOrders:
-			var row PurchaseOrderRow
-			if err = decodeRow(idx, r, &row); err == nil {
-				d.PurchaseOrders = append(d.PurchaseOrders, row)
-			}
-		case ImportOrders:
-			var row OrderRow
-			if err = decodeRow(idx, r, &row); err == nil {
-				d.Orders = append(d.Orders, row)
-			}
-		case ImportDemandHistory:
-			var row DemandHistoryRow
-			if err = decodeRow(idx, r, &row); err == nil {
-				d.Demand = append(d.Demand, row)
-			}
-		default:
-			err = &RowError{Row: idx, Code: RowInvalidValue, Message: "unknown import kind"}
-		}
-		if err != nil {
-			d.Errors = append(d.Errors, *err)
-			continue
-		}
-		d.Index = append(d.Index, idx)
-	}
-	return d
 }
 
 // ImportResult is what applying a chunk produced.

@@ -1,4 +1,4 @@
-package supplyplan
+package supplyplan_test
 
 import (
 	"encoding/json"
@@ -6,22 +6,28 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/importjson"
 )
 
+// The bounds of import rows are checked through the real wire decoder (internal/importjson, which
+// imports this package): hence an external test package.
+
 // importRows decodes and applies raw rows of kind against st, as an import job's chunk does.
-func importRows(t *testing.T, st *TenantState, kind ImportKind, rows ...string) ImportResult {
+func importRows(t *testing.T, st *supplyplan.TenantState, kind supplyplan.ImportKind, rows ...string) supplyplan.ImportResult {
 	t.Helper()
 	raw := make([]json.RawMessage, len(rows))
 	for i, r := range rows {
 		raw[i] = json.RawMessage(r)
 	}
-	res := st.ApplyImport(DecodeImportRows(kind, raw, 0), time.Now().UTC())
+	res := st.ApplyImport(importjson.DecodeRows(kind, raw, 0), time.Now().UTC())
 	// What is applied can always be journaled: no row can make the chunk's entry unencodable.
-	if _, err := EncodeRecords(res.Records); err != nil {
+	if _, err := supplyplan.EncodeRecords(res.Records); err != nil {
 		t.Fatalf("records of the applied rows do not encode: %v", err)
 	}
 	for _, d := range res.Demand {
-		if !NumberOK(d.Actual) || !NumberOK(d.Forecasted) || d.Week.Before(MinTime) || d.Week.After(MaxTime) {
+		if !supplyplan.NumberOK(d.Actual) || !supplyplan.NumberOK(d.Forecasted) || d.Week.Before(supplyplan.MinTime) || d.Week.After(supplyplan.MaxTime) {
 			t.Fatalf("demand row out of bounds applied: %+v", d)
 		}
 	}
@@ -33,11 +39,11 @@ func importRows(t *testing.T, st *TenantState, kind ImportKind, rows ...string) 
 	return res
 }
 
-func wantRowError(t *testing.T, res ImportResult, row int, field string) {
+func wantRowError(t *testing.T, res supplyplan.ImportResult, row int, field string) {
 	t.Helper()
 	for _, e := range res.Errors {
 		if e.Row == row {
-			if e.Field != field || e.Code != RowInvalidValue || !strings.Contains(e.Message, field) {
+			if e.Field != field || e.Code != supplyplan.RowInvalidValue || !strings.Contains(e.Message, field) {
 				t.Fatalf("row %d error %+v, want INVALID_VALUE on %s", row, e, field)
 			}
 			return
@@ -47,9 +53,9 @@ func wantRowError(t *testing.T, res ImportResult, row int, field string) {
 }
 
 func TestImportRowsOutOfBoundsAreRowErrors(t *testing.T) {
-	st := NewTenantState("o")
+	st := supplyplan.NewTenantState("o")
 	long := strings.Repeat("n", 100_000)
-	res := importRows(t, st, ImportCatalog,
+	res := importRows(t, st, supplyplan.ImportCatalog,
 		`{"externalId":"P","name":"ok","unitCost":1,"unitPrice":2}`,
 		`{"externalId":"Q","name":"`+long+`"}`,
 		`{"externalId":"R","unitPrice":1e308}`,
@@ -63,7 +69,7 @@ func TestImportRowsOutOfBoundsAreRowErrors(t *testing.T) {
 	wantRowError(t, res, 3, "categoryId")
 	wantRowError(t, res, 4, "shelfLifeDays")
 
-	res = importRows(t, st, ImportInventory,
+	res = importRows(t, st, supplyplan.ImportInventory,
 		`{"skuId":"P","locationId":"L","quantityOnHand":5,"lots":[{"lotId":"a","quantity":5,"expiresAt":"2027-01-01"}]}`,
 		`{"skuId":"P","locationId":"M","lots":[{"lotId":"a","quantity":1,"expiresAt":"9999-12-31T23:00:00-05:00"}]}`,
 		`{"skuId":"P","locationId":"N","quantityOnHand":1e308}`,
@@ -78,9 +84,9 @@ func TestImportRowsOutOfBoundsAreRowErrors(t *testing.T) {
 	if res.Applied != 3 {
 		t.Fatalf("applied %d, want 3 (errors %+v)", res.Applied, res.Errors)
 	}
-	importRows(t, st, ImportSuppliers, `{"externalId":"SUP"}`)
+	importRows(t, st, supplyplan.ImportSuppliers, `{"externalId":"SUP"}`)
 
-	res = importRows(t, st, ImportPurchaseOrders,
+	res = importRows(t, st, supplyplan.ImportPurchaseOrders,
 		`{"externalPoNumber":"PO1","supplierId":"SUP","destinationLocationId":"L","lines":[{"skuId":"P","quantity":10,"unitCost":1}]}`,
 		`{"externalPoNumber":"PO2","supplierId":"SUP","destinationLocationId":"L","lines":[{"skuId":"P","quantity":1e308,"unitCost":1}]}`,
 		`{"externalPoNumber":"PO3","supplierId":"SUP","destinationLocationId":"L","lines":[{"skuId":"P","quantity":1,"unitCost":2e12}]}`,
@@ -93,12 +99,12 @@ func TestImportRowsOutOfBoundsAreRowErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range av {
-		if !StoredOK(a.ATP) || !StoredOK(a.Inbound) {
+		if !supplyplan.StoredOK(a.ATP) || !supplyplan.StoredOK(a.Inbound) {
 			t.Fatalf("availability %+v", a)
 		}
 	}
 
-	res = importRows(t, st, ImportOrders,
+	res = importRows(t, st, supplyplan.ImportOrders,
 		`{"externalOrderId":"O1","orderedAt":"0000-01-01T00:00:00+01:00","lines":[{"skuId":"P","quantity":1,"locationId":"L"}]}`,
 		`{"externalOrderId":"O2","lines":[{"skuId":"P","quantity":1e308,"locationId":"L"}]}`,
 		`{"externalOrderId":"O3","channel":"`+long+`","lines":[{"skuId":"P","quantity":1,"locationId":"L"}]}`)
@@ -108,9 +114,9 @@ func TestImportRowsOutOfBoundsAreRowErrors(t *testing.T) {
 }
 
 func TestImportDemandRowsOutOfBounds(t *testing.T) {
-	st := NewTenantState("o")
-	importRows(t, st, ImportCatalog, `{"externalId":"P"}`)
-	importRows(t, st, ImportInventory, `{"skuId":"P","locationId":"L"}`)
+	st := supplyplan.NewTenantState("o")
+	importRows(t, st, supplyplan.ImportCatalog, `{"externalId":"P"}`)
+	importRows(t, st, supplyplan.ImportInventory, `{"skuId":"P","locationId":"L"}`)
 	var rows []string
 	for i := range 100 {
 		rows = append(rows, fmt.Sprintf(`{"skuId":"P","locationId":"L","weekStarting":"%s","actualDemand":%d}`,
@@ -124,7 +130,7 @@ func TestImportDemandRowsOutOfBounds(t *testing.T) {
 		`{"skuId":"P","locationId":"L","weekStarting":"2100-01-04"}`,
 		// not on the fast path (an escaped key): the same checks
 		`{"sku\u0049d":"P","locationId":"L","weekStarting":"2026-01-05","actualDemand":1e308}`)
-	res := importRows(t, st, ImportDemandHistory, rows...)
+	res := importRows(t, st, supplyplan.ImportDemandHistory, rows...)
 	if res.Applied != 100 || len(res.Demand) != 100 {
 		t.Fatalf("applied %d, want the 100 good rows (errors %+v)", res.Applied, res.Errors)
 	}

@@ -1,9 +1,6 @@
 package supplyplan
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -122,63 +119,6 @@ func (j *ImportJob) Outcome() string {
 		return "import.partial"
 	}
 	return "import.completed"
-}
-
-// SplitImportBody checks a whole request body: a JSON object holding the kind's array, at most
-// maxRows items. It returns the raw rows. Errors are VALIDATION_ERROR or PAYLOAD_TOO_LARGE.
-func SplitImportBody(kind ImportKind, body []byte, maxRows int) ([]json.RawMessage, error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, Invalid("body", "must be a JSON object with a %q array", kind.ArrayKey())
-	}
-	// One strict pass (syntax, UTF-8, duplicate keys, case-variant keys made unknown) instead of
-	// json.Valid: the rows split from the result are then decoded as they are.
-	trimmed, _, err := strictJSON(trimmed, importSchema(kind))
-	if err != nil {
-		return nil, err
-	}
-	key := kind.ArrayKey()
-	rows, isArray, found := splitArray(trimmed, key)
-	switch {
-	case !found:
-		return nil, Invalid(key, "is required: an array of rows")
-	case !isArray:
-		return nil, Invalid(key, "must be an array")
-	case len(rows) == 0:
-		return nil, Invalid(key, "must contain at least one row")
-	case maxRows > 0 && len(rows) > maxRows:
-		return nil, &Error{Code: ETOOLARGE, Message: "Payload too large",
-			Details: map[string][]string{key: {fmt.Sprintf("at most %d rows per request, got %d", maxRows, len(rows))}}}
-	}
-	return rows, nil
-}
-
-func jsonMessage(err error) string {
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return fmt.Sprintf("invalid JSON at offset %d: %s", syn.Offset, syn.Error())
-	}
-	return err.Error()
-}
-
-// rowDecoder decodes one row, turning encoding/json errors into row errors.
-func decodeRow(i int, raw json.RawMessage, v any) *RowError {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 || t[0] != '{' {
-		return &RowError{Row: i, Field: "", Code: RowInvalidType, Message: "row must be a JSON object"}
-	}
-	if err := json.Unmarshal(t, v); err != nil {
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &typ) {
-			return &RowError{Row: i, Field: typ.Field, Code: RowInvalidType, Message: fmt.Sprintf("%s has the wrong type (%s)", typ.Field, typ.Value)}
-		}
-		return &RowError{Row: i, Code: RowInvalidType, Message: jsonMessage(err)}
-	}
-	// Every string and number of the row within its bounds (limits.go), before anything looks at it.
-	if field, msg, bad := inputProblem(v); bad {
-		return &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " " + msg}
-	}
-	return nil
 }
 
 func required(i int, field string, v *string) *RowError {

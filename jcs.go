@@ -3,7 +3,9 @@ package supplyplan
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -17,7 +19,7 @@ import (
 // writes them (shortest round-trip digits, exponent form below 1e-6 and from 1e21), strings carry
 // only the escapes JSON requires (\" \\ \b \f \n \r \t, \u00xx for the other controls) and no
 // whitespace separates tokens. Input must be I-JSON (RFC 7493): valid UTF-8, no member name twice
-// in one object, numbers within IEEE 754 double range; StrictJSON enforces the first two.
+// in one object, numbers within IEEE 754 double range; decodeJSONValue enforces the first two.
 
 // CanonicalJSON returns the RFC 8785 canonical form of one JSON text.
 func CanonicalJSON(data []byte) ([]byte, error) {
@@ -28,19 +30,227 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 	return AppendCanonicalJSON(make([]byte, 0, len(data)), v)
 }
 
-// decodeJSONValue parses one JSON text strictly (syntax, UTF-8, no duplicate member) into
-// map[string]any, []any, string, json.Number, bool and nil.
+// decodeJSONValue parses one JSON text strictly into map[string]any, []any, string, json.Number,
+// bool and nil. encoding/json's token stream checks the syntax; on top of it, what encoding/json
+// lets through without a word is refused: a member name given twice in one object, and invalid
+// UTF-8 or a lone surrogate escape in a string or a name (encoding/json would store U+FFFD). A
+// problem is a VALIDATION_ERROR naming the path of the value (a.b[0].c; a name's problem is its
+// object's) or, for syntax, the offset: the shape of the strict check of request bodies
+// (internal/strictjson), without depending on it.
 func decodeJSONValue(data []byte) (any, error) {
-	if _, _, err := StrictJSON(data, nil); err != nil {
+	d := ijsonDecoder{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	d.dec.UseNumber()
+	tok, lit, err := d.token()
+	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, Invalid("body", "is not valid JSON: %v", err)
+	v, err := d.value(tok, lit)
+	if err != nil {
+		return nil, err
+	}
+	end := int(d.dec.InputOffset())
+	if rest := bytes.TrimLeft(data[end:], " \t\r\n"); len(rest) > 0 {
+		return nil, malformed("body", fmt.Sprintf("unexpected data after the JSON value (offset %d)", len(data)-len(rest)))
 	}
 	return v, nil
+}
+
+// maxJSONDepth is encoding/json's nesting limit (its token stream has none of its own).
+const maxJSONDepth = 10000
+
+// ijsonDecoder builds a value from encoding/json's tokens, checking what I-JSON requires.
+type ijsonDecoder struct {
+	data  []byte
+	dec   *json.Decoder
+	path  []any // member names (string) and array indexes (int) down to the current value
+	depth int
+}
+
+// token returns the next token and, for a string, its literal in data (quotes included).
+func (d *ijsonDecoder) token() (json.Token, []byte, error) {
+	start := d.dec.InputOffset()
+	tok, err := d.dec.Token()
+	switch {
+	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, nil, malformed("body", "unexpected end of JSON")
+	case err != nil:
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, nil, malformed("body", fmt.Sprintf("invalid JSON at offset %d: %s", syn.Offset, syn.Error()))
+		}
+		return nil, nil, malformed("body", err.Error())
+	}
+	var lit []byte
+	if _, ok := tok.(string); ok {
+		// Before the literal, the token stream only consumed whitespace, ',' and ':'.
+		raw := d.data[start:d.dec.InputOffset()]
+		lit = raw[bytes.IndexByte(raw, '"'):]
+	}
+	return tok, lit, nil
+}
+
+func (d *ijsonDecoder) value(tok json.Token, lit []byte) (any, error) {
+	switch t := tok.(type) {
+	case json.Delim: // '{' or '[': the token stream reports a misplaced '}' or ']' as a syntax error
+		if d.depth++; d.depth > maxJSONDepth {
+			return nil, malformed("body", "exceeded max depth")
+		}
+		defer func() { d.depth-- }()
+		if t == '{' {
+			return d.object()
+		}
+		return d.array()
+	case string:
+		if err := d.checkString(t, lit, false); err != nil {
+			return nil, err
+		}
+	}
+	return tok, nil // json.Number, bool, nil or a string
+}
+
+func (d *ijsonDecoder) object() (any, error) {
+	m := map[string]any{}
+	for {
+		tok, lit, err := d.token()
+		if err != nil {
+			return nil, err
+		}
+		if tok == json.Delim('}') {
+			return m, nil
+		}
+		name, ok := tok.(string)
+		if !ok { // the token stream allows nothing else here; kept as a guard
+			return nil, malformed("body", "invalid JSON: an object member name must be a string")
+		}
+		if err := d.checkString(name, lit, true); err != nil {
+			return nil, err
+		}
+		if _, dup := m[name]; dup {
+			d.path = append(d.path, name)
+			return nil, malformed(d.pathString(), "is given more than once in the same object")
+		}
+		if tok, lit, err = d.token(); err != nil {
+			return nil, err
+		}
+		d.path = append(d.path, name)
+		v, err := d.value(tok, lit)
+		if err != nil {
+			return nil, err
+		}
+		d.path = d.path[:len(d.path)-1]
+		m[name] = v
+	}
+}
+
+func (d *ijsonDecoder) array() (any, error) {
+	a := []any{}
+	for i := 0; ; i++ {
+		tok, lit, err := d.token()
+		if err != nil {
+			return nil, err
+		}
+		if tok == json.Delim(']') {
+			return a, nil
+		}
+		d.path = append(d.path, i)
+		v, err := d.value(tok, lit)
+		if err != nil {
+			return nil, err
+		}
+		d.path = d.path[:len(d.path)-1]
+		a = append(a, v)
+	}
+}
+
+// checkString refuses a string or member name s, decoded from the literal lit, that encoding/json
+// decoded with a replacement character it did not contain: invalid UTF-8 or a lone surrogate
+// escape, whichever comes first. A name's problem is reported at its object.
+func (d *ijsonDecoder) checkString(s string, lit []byte, isName bool) error {
+	if !strings.ContainsRune(s, utf8.RuneError) {
+		return nil // both problems decode to U+FFFD
+	}
+	body := lit[1 : len(lit)-1]
+	bad := 0 // the first invalid UTF-8 byte of body, len(body) when none
+	for bad < len(body) {
+		r, n := utf8.DecodeRune(body[bad:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		bad += n
+	}
+	esc, r := loneSurrogate(lit)
+	switch {
+	case bad < len(body) && (esc < 0 || bad+1 < esc):
+		what := "contains invalid UTF-8"
+		if isName {
+			what = "has a key with invalid UTF-8"
+		}
+		return malformed(d.pathString(), fmt.Sprintf("%s (byte 0x%02X at offset %d of the string)", what, body[bad], bad))
+	case esc >= 0:
+		return malformed(d.pathString(), fmt.Sprintf("contains an unpaired UTF-16 surrogate escape (\\u%04X) at offset %d: not valid Unicode", r, esc))
+	}
+	return nil // a U+FFFD of the input
+}
+
+// loneSurrogate returns the offset in lit (a string literal of valid JSON, quotes included) of
+// the first \u escape of a UTF-16 surrogate without its other half, and the escaped unit; -1
+// when there is none.
+func loneSurrogate(lit []byte) (int, rune) {
+	for i := 0; i+1 < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
+		}
+		if lit[i+1] != 'u' {
+			i++ // \" \\ \/ \b \f \n \r \t
+			continue
+		}
+		r := hex4(lit[i+2 : i+6])
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if i+12 <= len(lit) && lit[i+6] == '\\' && lit[i+7] == 'u' {
+				if lo := hex4(lit[i+8 : i+12]); lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 11 // a pair
+					continue
+				}
+			}
+			return i, r
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i, r
+		}
+		i += 5
+	}
+	return -1, 0
+}
+
+// hex4 is the value of the four hexadecimal digits of a \u escape (valid: checked by the token
+// stream).
+func hex4(b []byte) rune {
+	v, _ := strconv.ParseUint(string(b), 16, 16)
+	return rune(v)
+}
+
+// pathString renders the path of the current value, "body" at the top.
+func (d *ijsonDecoder) pathString() string {
+	var b strings.Builder
+	for _, p := range d.path {
+		switch p := p.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", p)
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(p)
+		}
+	}
+	if b.Len() == 0 {
+		return "body"
+	}
+	return b.String()
+}
+
+func malformed(field, msg string) error {
+	return &Error{Code: EVALIDATION, Message: "Malformed JSON", Details: map[string][]string{field: {msg}}}
 }
 
 // AppendCanonicalJSON appends the canonical form of a decoded JSON value (as decodeJSONValue

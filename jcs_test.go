@@ -1,6 +1,7 @@
 package supplyplan
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -145,6 +146,57 @@ func TestCanonicalJSONRejectsNonIJSON(t *testing.T) {
 	} {
 		if got, err := CanonicalJSON([]byte(in)); err == nil {
 			t.Errorf("%s: got %s, want an error", name, got)
+		}
+	}
+}
+
+// TestCanonicalJSONErrorNamesThePlace: what I-JSON refuses is a VALIDATION_ERROR naming the path
+// of the value (a name's problem at its object), and a syntax error names the offset.
+func TestCanonicalJSONErrorNamesThePlace(t *testing.T) {
+	tests := []struct{ name, in, field, says string }{
+		{"duplicate member", `{"a":1,"a":2}`, "a", "more than once"},
+		{"duplicate member deep", `{"x":[{"b":1},{"b":1,"c":{},"b":2}]}`, "x[1].b", "more than once"},
+		{"duplicate spelled with an escape", `{"name":1,"n\u0061me":2}`, "name", "more than once"},
+		{"duplicate in a large object", `{"o":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,` +
+			`"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k3":3}}`, "o.k3", "more than once"},
+		{"invalid UTF-8", "{\"a\":\"x\xffy\"}", "a", "invalid UTF-8 (byte 0xFF at offset 1 of the string)"},
+		{"invalid UTF-8 in a name", "{\"o\":{\"k\xe9y\":1}}", "o", "key with invalid UTF-8"},
+		{"UTF-8 encoded surrogate", "[\"\xed\xa0\x80\"]", "[0]", "invalid UTF-8"},
+		{"lone high surrogate", `{"a":"x\ud800y"}`, "a", `unpaired UTF-16 surrogate escape (\uD800) at offset 2`},
+		{"lone low surrogate", `{"a":{"b":["\udc00"]}}`, "a.b[0]", "unpaired"},
+		{"high surrogate then another escape", `{"a":"\ud800\u0041"}`, "a", "unpaired"},
+		{"lone surrogate in a name", `{"a":{"\udfff":1}}`, "a", "unpaired"},
+		{"the first of two problems", "{\"a\":\"\\ud800\xff\"}", "a", "unpaired"},
+		{"trailing data", `{} {}`, "body", "unexpected data after the JSON value (offset 3)"},
+		{"syntax", `{"a":}`, "body", "invalid JSON at offset"},
+		{"truncated", `{"a":"b`, "body", "unexpected end"},
+		{"empty", ` `, "body", "unexpected end"},
+		{"too deep", strings.Repeat("[", 10001) + strings.Repeat("]", 10001), "body", "max depth"},
+	}
+	for _, tt := range tests {
+		got, err := CanonicalJSON([]byte(tt.in))
+		var e *Error
+		if !errors.As(err, &e) || e.Code != EVALIDATION {
+			t.Errorf("%s: got %s, %v; want a VALIDATION_ERROR", tt.name, got, err)
+			continue
+		}
+		if m := e.Details[tt.field]; len(e.Details) != 1 || len(m) != 1 || !strings.Contains(m[0], tt.says) {
+			t.Errorf("%s: details %v, want %s: ...%s...", tt.name, e.Details, tt.field, tt.says)
+		}
+	}
+}
+
+// TestCanonicalJSONKeepsWhatIsValid: a U+FFFD of the input (escaped or not), an escaped backslash
+// before "ud800", a surrogate pair and nesting at the limit are valid I-JSON.
+func TestCanonicalJSONKeepsWhatIsValid(t *testing.T) {
+	for in, want := range map[string]string{
+		`["\ufffd","` + "\ufffd" + `","\\ud800","\ud83d\ude00"]`: "[\"\ufffd\",\"\ufffd\",\"\\\\ud800\",\"😀\"]",
+		`{"a":{"a":{"a":1}},"b":[{"a":1},{"a":1}]}`:              `{"a":{"a":{"a":1}},"b":[{"a":1},{"a":1}]}`,
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000):  strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+	} {
+		got, err := CanonicalJSON([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("%.60s: got %.60s, %v; want %.60s", in, got, err, want)
 		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 // The bounds of everything the service accepts, in one place (docs/api.md#limits lists them). Every
 // entry point checks them through this file: REST bodies and MCP tool arguments through CheckInput
 // (called by the one request decoder, by tools.DecodeArgs and by the domain's Validate methods), import
-// rows through decodeRow and the row checks of import_apply.go, demand signals (HTTP and Kafka)
-// through NormalizeSignal, dates through ParseTime.
+// rows through CheckRowInput (called by the row decoder of internal/importjson) and the row checks of
+// import_apply.go, demand signals (HTTP and Kafka) through NormalizeSignal, dates through ParseTime.
 
 // Numbers.
 const (
@@ -98,6 +98,15 @@ func checkInputAt(path string, v any) error {
 	c := inputChecker{fe: FieldErrors{}, paths: true}
 	c.walk(path, reflect.ValueOf(v), MaxTextLen)
 	return c.fe.Err()
+}
+
+// CheckRowInput is CheckInput for a decoded import row of request index i: its first problem as an
+// INVALID_VALUE row error naming the field, nil when all is well.
+func CheckRowInput(i int, v any) *RowError {
+	if field, msg, bad := inputProblem(v); bad {
+		return &RowError{Row: i, Field: field, Code: RowInvalidValue, Message: field + " " + msg}
+	}
+	return nil
 }
 
 // inputProblem is CheckInput's first problem, for callers that report one (import rows).

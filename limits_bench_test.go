@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The cost CheckInput adds to an import row (decodeRow runs it on every non-demand row).
+// The cost CheckInput adds to an import row (CheckRowInput runs it on every non-demand row).
 func BenchmarkCheckInputInventoryRow(b *testing.B) {
 	var row InventoryRow
 	raw := []byte(`{"skuId":"OJ-1","locationId":"STORE-1","locationName":"Store 1","quantityOnHand":40,"quantityReserved":2,

@@ -89,9 +89,10 @@ func LineIDs(i int, ids []string) ([]string, *RowError) {
 }
 
 // JSONFieldPath removes the names of embedded structs from the field path of a
-// *json.UnmarshalTypeError ("OrderTermsRow.priority" is "priority" in the row): decodeRow should
-// pass its Field through this once OrderRow embeds OrderTermsRow. The JSON names of this service are
-// lowerCamelCase, so a segment starting with an upper-case letter is a Go struct name.
+// *json.UnmarshalTypeError ("OrderTermsRow.priority" is "priority" in the row): the import row
+// decoder (decodeRow in internal/importjson) should pass its Field through this once OrderRow
+// embeds OrderTermsRow. The JSON names of this service are lowerCamelCase, so a segment starting
+// with an upper-case letter is a Go struct name.
 func JSONFieldPath(field string) string {
 	parts := strings.Split(field, ".")
 	out := parts[:0]

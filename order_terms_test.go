@@ -3,7 +3,6 @@ package supplyplan
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -62,28 +61,9 @@ func TestLineIDs(t *testing.T) {
 	}
 }
 
-// TestOrderTermsRowEmbeds checks that a row type embedding OrderTermsRow (as OrderRow will)
-// decodes the terms as its own fields, with the limits check naming them.
-func TestOrderTermsRowEmbeds(t *testing.T) {
-	type row struct {
-		ExternalOrderID *string `json:"externalOrderId" max:"200"`
-		OrderTermsRow
-	}
-	var r row
-	if e := decodeRow(0, json.RawMessage(`{"externalOrderId":"SO-1","priority":2,"fill":"FILL_OR_KILL","version":3}`), &r); e != nil {
-		t.Fatalf("decode: %+v", e)
-	}
-	if got, e := r.Terms(0); e != nil || got != (OrderTerms{Priority: 2, Fill: FillOrKill, Version: 3}) {
-		t.Errorf("got %+v %v", got, e)
-	}
-	long := `{"fill":"` + strings.Repeat("x", 201) + `"}`
-	if e := decodeRow(7, json.RawMessage(long), &r); e == nil || e.Field != "fill" {
-		t.Errorf("a 201-character fill: got %+v, want an error on fill", e)
-	}
-	// encoding/json names the embedded struct in a type error: decodeRow must drop it (JSONFieldPath)
-	if e := decodeRow(7, json.RawMessage(`{"priority":1.5}`), &r); e == nil || JSONFieldPath(e.Field) != "priority" || e.Code != RowInvalidType {
-		t.Errorf("a fractional priority: got %+v, want a type error on priority", e)
-	}
+// JSONFieldPath is for the import row decoder (internal/importjson, TestDecodeRowEmbeddedTerms):
+// the field of a type error without the names of embedded structs.
+func TestJSONFieldPath(t *testing.T) {
 	for in, want := range map[string]string{"OrderTermsRow.priority": "priority", "lines.OrderLineRow.lineId": "lines.lineId", "fill": "fill", "": ""} {
 		if got := JSONFieldPath(in); got != want {
 			t.Errorf("JSONFieldPath(%q): got %q, want %q", in, got, want)

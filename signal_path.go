@@ -4,10 +4,11 @@ import "fmt"
 
 // The write path of a live demand signal, from where it enters to where it is durable:
 //
-//  1. Validated where it enters the service, by NormalizeSignal: the Kafka consumer's decoder
-//     (streams), the in-process stream's Publish (streams, behind POST /api/demand/signals, whose
-//     handler runs the same function first to word its REJECTED outcomes). What fails is rejected
-//     there (dead-letter topic, or a REJECTED outcome); nothing after it validates a signal again.
+//  1. Validated once, where it enters a signal stream, by NormalizeSignal: the Kafka consumer's
+//     decoder (streams/signal_decode.go), or the in-process stream's Publish
+//     (streams/signal_local.go) behind POST /api/demand/signals, whose handler only turns the REST
+//     rows into signals. What fails is rejected there (dead-letter topic, or a REJECTED outcome
+//     with reason INVALID_SIGNAL naming the fields); nothing after it validates a signal again.
 //  2. Grouped by organization (streams), one SignalSink call per organization.
 //  3. Resolved by the tenant's actor (actors.Signals, TenantState.ResolveSignals): a read of the
 //     catalog that turns each signal's product reference into the product id, or rejects it
@@ -18,8 +19,9 @@ import "fmt"
 //     writer, the ClickHouse store under a lock per organization. It answers once they are
 //     durable, then the tenant's forecasts are invalidated and its alerts evaluated again.
 //
-// The store still refuses a call with a signal it cannot store (DemandStore's own contract, so
-// that a write is never partial), but a signal that passed NormalizeSignal never trips it.
+// The demand store still refuses a whole call holding a signal it cannot store (DemandStore's own
+// contract, so that a write is never partial): a guard against a caller that skipped step 1, which
+// a signal that passed NormalizeSignal never trips. It decides no outcome of a signal.
 
 // ResolveSignals checks what each signal of organization orgID refers to in the tenant's catalog
 // (the product by id or SKU, the location) and returns the signals to write, with their product

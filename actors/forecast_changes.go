@@ -205,17 +205,17 @@ func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.C
 		}
 		counted++
 		for _, pd := range res[i].Result.Periods {
-			var others stack
+			var others supplyplan.LiftStack
 			for _, a := range pd.Events {
 				if a.ID != ref.ID {
-					others.push(a.LiftPct, a.Weight, a.Additive)
+					others.Push(a.LiftPct, a.Weight, a.Additive)
 				}
 			}
 			b, a := others, others
 			pushVersion(&b, old, k, pd.WeekStart, lifts)
 			pushVersion(&a, new, k, pd.WeekStart, lifts)
-			before += pd.Baseline * b.value()
-			after += pd.Baseline * a.value()
+			before += pd.Baseline * b.Multiplier()
+			after += pd.Baseline * a.Multiplier()
 		}
 	}
 	if counted == 0 {
@@ -267,7 +267,7 @@ func (sk *scopeKeys) of(product, location string) []supplyplan.DemandKey {
 
 // pushVersion adds an event version's part of week ws of series k to st (nothing when it does not
 // apply): its given lift, or the one learned for the series.
-func pushVersion(st *stack, e *supplyplan.ExternalEvent, k supplyplan.DemandKey, ws time.Time, lifts *forecast.LiftModel) {
+func pushVersion(st *supplyplan.LiftStack, e *supplyplan.ExternalEvent, k supplyplan.DemandKey, ws time.Time, lifts *forecast.LiftModel) {
 	if e == nil || !e.AppliesTo(k.SKU, k.Location) {
 		return
 	}
@@ -282,5 +282,5 @@ func pushVersion(st *stack, e *supplyplan.ExternalEvent, k supplyplan.DemandKey,
 		occ := forecast.FromExternalEvent(*e)
 		lift = lifts.Estimate(&occ, seriesKey(k)).LiftPct
 	}
-	st.push(lift, w, e.Stacking() == supplyplan.StackAdditive)
+	st.Push(lift, w, e.Stacking() == supplyplan.StackAdditive)
 }

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -234,36 +233,15 @@ func seriesView(k supplyplan.DemandKey, r seriesResult, view scenarioView, chFac
 }
 
 // stackedMultiplier recomputes a week's event multiplier from the included events only, with the
-// engine's stacking rule: (1 + Σ additive w·lift) × Π (1 + w·lift), floored at 0.01.
+// engine's stacking rule (supplyplan.LiftStack).
 func stackedMultiplier(events []forecast.AppliedEvent, included map[string]bool) float64 {
-	var st stack
+	var st supplyplan.LiftStack
 	for _, e := range events {
 		if included[e.ID] {
-			st.push(e.LiftPct, e.Weight, e.Additive)
+			st.Push(e.LiftPct, e.Weight, e.Additive)
 		}
 	}
-	return st.value()
-}
-
-// stack adds up event lifts on one week as the engine does.
-type stack struct{ add, mul float64 }
-
-func (s *stack) push(lift, weight float64, additive bool) {
-	if s.mul == 0 {
-		s.mul = 1
-	}
-	if additive {
-		s.add += weight * lift
-	} else {
-		s.mul *= 1 + weight*lift
-	}
-}
-
-func (s *stack) value() float64 {
-	if s.mul == 0 {
-		s.mul = 1
-	}
-	return math.Max((1+s.add)*s.mul, 0.01)
+	return st.Multiplier()
 }
 
 // ratioPtr rounds a ratio to supplyplan.RatioDecimals (nil stays nil).

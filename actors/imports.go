@@ -17,6 +17,7 @@ import (
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/backoff"
 	"github.com/supplyplan/supplyplan/internal/fsutil"
+	"github.com/supplyplan/supplyplan/internal/importjson"
 )
 
 // ImportConfig configures bulk import jobs.
@@ -308,7 +309,7 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string, rj *run
 		if err != nil {
 			return &jobError{stage: "reading the stored request body", err: supplyplan.Errorf(supplyplan.EUNAVAILABLE, "the request body of this job was lost")}
 		}
-		if rows, err = supplyplan.SplitImportBody(job.Kind, body, 0); err != nil {
+		if rows, err = importjson.SplitBody(job.Kind, body, 0); err != nil {
 			return &jobError{stage: "reading the stored request body", err: supplyplan.Errorf(supplyplan.EUNAVAILABLE, "the stored request body is unreadable")}
 		}
 	}
@@ -384,7 +385,7 @@ func startDecode(kind supplyplan.ImportKind, rows []json.RawMessage, from, chunk
 		for start := from; start < len(rows); start += chunk {
 			end := min(start+chunk, len(rows))
 			select {
-			case d.chunks <- decodedChunk{supplyplan.DecodeImportRows(kind, rows[start:end], start), start, end}:
+			case d.chunks <- decodedChunk{importjson.DecodeRows(kind, rows[start:end], start), start, end}:
 			case <-ctx.Done():
 				return
 			}
@@ -694,7 +695,7 @@ func (s *Imports) SubmitImport(ctx context.Context, p supplyplan.Principal, kind
 // DryRunImport validates rows against the tenant's current data and writes nothing.
 func (s *Imports) DryRunImport(ctx context.Context, p supplyplan.Principal, kind supplyplan.ImportKind, rows []json.RawMessage) (supplyplan.ImportJob, error) {
 	now := supplyplan.Now()
-	decoded := supplyplan.DecodeImportRows(kind, rows, 0)
+	decoded := importjson.DecodeRows(kind, rows, 0)
 	res, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, []supplyplan.Record, error) {
 		return st.ApplyImport(decoded, now), nil, nil
 	})

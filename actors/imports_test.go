@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/importjson"
 	"github.com/supplyplan/supplyplan/internal/wait"
 )
 
@@ -63,7 +64,7 @@ func startSystem(t *testing.T, demand supplyplan.DemandStore, demandChunk int) (
 func submit(t *testing.T, s *services, p supplyplan.Principal, kind supplyplan.ImportKind, rows []string) supplyplan.ImportJob {
 	t.Helper()
 	body := []byte(`{"` + kind.ArrayKey() + `":[` + strings.Join(rows, ",") + `]}`)
-	raw, err := supplyplan.SplitImportBody(kind, body, 0)
+	raw, err := importjson.SplitBody(kind, body, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

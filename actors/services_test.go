@@ -12,6 +12,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/analytics"
+	"github.com/supplyplan/supplyplan/internal/importjson"
 	"github.com/supplyplan/supplyplan/internal/wait"
 	"github.com/supplyplan/supplyplan/streams"
 )
@@ -529,7 +530,7 @@ func TestCatalogAndImportsServices(t *testing.T) {
 	s := newServices(t, options{})
 	p := s.bootstrap(t)
 	ctx := context.Background()
-	raw, err := supplyplan.SplitImportBody(supplyplan.ImportCatalog, []byte(`{"products":[{"externalId":"DRY"}]}`), 0)
+	raw, err := importjson.SplitBody(supplyplan.ImportCatalog, []byte(`{"products":[{"externalId":"DRY"}]}`), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/importjson"
 )
 
 // importKey authenticates the x-api-key header of the import endpoints and requires one of scopes.
@@ -107,7 +108,7 @@ func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
 			// from it alias memory the job owns.
 			body = bytes.Clone(body)
 		}
-		rows, err := supplyplan.SplitImportBody(kind, body, s.cfg.ImportMaxRows)
+		rows, err := importjson.SplitBody(kind, body, s.cfg.ImportMaxRows)
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/strictjson"
 )
 
 // Request is one routed request. Nothing in it may be kept after the handler returns: fasthttp
@@ -95,7 +96,7 @@ func (r *Request) DecodeOptional(v any) error {
 }
 
 // decodeJSON is the one request decoder: one JSON object, known field types, nothing after it,
-// and strict (supplyplan.StrictJSON): valid UTF-8, no key twice, keys matched case-sensitively.
+// and strict (strictjson.Check): valid UTF-8, no key twice, keys matched case-sensitively.
 func decodeJSON(body []byte, limit int, v any) error {
 	return decodeJSONAs(body, limit, v, reflect.TypeOf(v))
 }
@@ -114,7 +115,7 @@ func decodeJSONAs(body []byte, limit int, v any, schema reflect.Type) error {
 	if trimmed[0] != '{' {
 		return supplyplan.Invalid("body", "must be a JSON object")
 	}
-	clean, _, err := supplyplan.StrictJSON(trimmed, schema)
+	clean, _, err := strictjson.Check(trimmed, schema)
 	if err != nil {
 		return err
 	}

@@ -52,8 +52,8 @@ func (s *Server) postSignals(r *Request) error {
 	}
 	raw := *in.Signals
 	outcomes := make([]signalOutcomeView, len(raw))
-	var valid []supplyplan.DemandSignal
-	var slots []int
+	var signals []supplyplan.DemandSignal // the rows that are signals, in order
+	var slots []int                       // the index in raw of each
 	for i, rm := range raw {
 		var row signalRow
 		if err := json.Unmarshal(rm, &row); err != nil || strings.TrimSpace(string(rm))[0] != '{' {
@@ -75,18 +75,18 @@ func (s *Server) postSignals(r *Request) error {
 		}
 		if row.OccurredAt != nil {
 			if t, ok := supplyplan.ParseTime(*row.OccurredAt); ok {
-				sg.OccurredAt = t
+				sg.OccurredAt = t // one that does not parse stays zero: NormalizeSignal refuses it
 			}
 		}
-		if err := supplyplan.NormalizeSignal(&sg); err != nil {
-			outcomes[i].SignalOutcome = supplyplan.Rejected(supplyplan.RejectInvalidSignal, supplyplan.ErrorMessage(err)+": "+fieldsOf(err))
-			continue
-		}
-		valid = append(valid, sg)
+		signals = append(signals, sg)
 		slots = append(slots, i)
 	}
-	if len(valid) > 0 {
-		res, err := s.svc.Signals.Publish(r.Context, valid)
+	if len(signals) > 0 {
+		// The signals are validated once, by the stream's Publish (supplyplan.NormalizeSignal: an
+		// invalid one comes back REJECTED with reason INVALID_SIGNAL, naming its fields), as the
+		// Kafka consumer's decoder validates what arrives over Kafka; see signal_path.go in the
+		// root package. Above, only what the REST row form adds is checked.
+		res, err := s.svc.Signals.Publish(r.Context, signals)
 		if err != nil {
 			return err
 		}
@@ -114,18 +114,6 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-func fieldsOf(err error) string {
-	e, ok := err.(*supplyplan.Error)
-	if !ok {
-		return ""
-	}
-	var parts []string
-	for f, msgs := range e.Details {
-		parts = append(parts, f+" "+strings.Join(msgs, "; "))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // signalAuth accepts either an import key with import:write (x-api-key) or a bearer key with

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/strictjson"
 )
 
 // Meta keys on tool definitions.
@@ -144,7 +145,7 @@ func DecodeArgs(args json.RawMessage, v any) error {
 	}
 	// Strict like every request body; a key that matches an argument only case-insensitively is
 	// an unknown argument here, as any other unknown key.
-	trimmed, ignored, err := supplyplan.StrictJSON(trimmed, reflect.TypeOf(v))
+	trimmed, ignored, err := strictjson.Check(trimmed, reflect.TypeOf(v))
 	if err != nil {
 		return err
 	}

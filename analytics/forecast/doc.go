@@ -89,7 +89,7 @@
 // An EventOccurrence covers [Start, End). In each week it overlaps it weighs w = overlapping
 // days / 7 × Intensity (Intensity defaults to 1): an event on 3 of the 7 days contributes 3/7 of
 // its lift. Lifts of one week stack as (1 + Σ w·l over ADDITIVE events) × Π (1 + w·l over
-// MULTIPLICATIVE events), floored at 0.01. The history is divided by these multipliers before
+// MULTIPLICATIVE events), floored at 0.01 (the domain's rule, supplyplan.LiftStack). The history is divided by these multipliers before
 // the baseline is fitted, so promotions do not inflate it, and the forecast baseline is
 // multiplied by them.
 //

@@ -97,24 +97,6 @@ func (e *EventOccurrence) priceTerm() float64 {
 	return math.Log1p(max(*e.PriceChangePct, -0.99))
 }
 
-// stack combines lifts on one week: (1 + Σ additive) · Π (1 + multiplicative), each lift
-// weighted by proration and intensity. The result is floored at minMultiplier.
-type stack struct{ add, mul float64 }
-
-const minMultiplier = 0.01
-
-func (s *stack) reset() { s.add, s.mul = 0, 1 }
-
-func (s *stack) push(lift, w float64, additive bool) {
-	if additive {
-		s.add += lift * w
-	} else {
-		s.mul *= 1 + lift*w
-	}
-}
-
-func (s *stack) value() float64 { return max((1+s.add)*s.mul, minMultiplier) }
-
 // resolved is an event's lift for one series: given or learned.
 type resolved struct {
 	lift    float64
@@ -141,10 +123,11 @@ func resolve(events []EventOccurrence, lm *LiftModel, key SeriesKey, dst []resol
 	return dst
 }
 
-// multipliers writes the combined event multiplier of weeks [0, n) from start into dst.
-func multipliers(start time.Time, n int, events []EventOccurrence, res []resolved, dst []float64, stacks []stack) {
+// multipliers writes the combined event multiplier of weeks [0, n) from start into dst, the lifts
+// of each week stacked by the domain's rule (supplyplan.LiftStack).
+func multipliers(start time.Time, n int, events []EventOccurrence, res []resolved, dst []float64, stacks []supplyplan.LiftStack) {
 	for i := range n {
-		stacks[i].reset()
+		stacks[i] = supplyplan.LiftStack{}
 	}
 	for i := range events {
 		if !res[i].active {
@@ -154,11 +137,11 @@ func multipliers(start time.Time, n int, events []EventOccurrence, res []resolve
 		first, last := e.weeks(start, n)
 		for t := first; t <= last; t++ {
 			if w := e.weight(start.Add(time.Duration(t) * week)); w > 0 {
-				stacks[t].push(res[i].lift, w, e.additive())
+				stacks[t].Push(res[i].lift, w, e.additive())
 			}
 		}
 	}
 	for i := range n {
-		dst[i] = stacks[i].value()
+		dst[i] = stacks[i].Multiplier()
 	}
 }

@@ -46,39 +46,6 @@ func TestEventWeight(t *testing.T) {
 	}
 }
 
-func TestStacking(t *testing.T) {
-	type lift struct {
-		l, w     float64
-		additive bool
-	}
-	tests := []struct {
-		name  string
-		lifts []lift
-		want  float64
-	}{
-		{"none", nil, 1},
-		{"one", []lift{{0.35, 1, false}}, 1.35},
-		{"multiplicative multiply", []lift{{0.2, 1, false}, {0.3, 1, false}}, 1.2 * 1.3},
-		{"additive add", []lift{{0.2, 1, true}, {0.3, 1, true}}, 1.5},
-		{"mixed: (1+Σadd)·Π(1+mult)", []lift{{0.2, 1, true}, {0.1, 1, true}, {0.5, 1, false}}, 1.3 * 1.5},
-		{"prorated 3/7", []lift{{0.7, 3.0 / 7, false}}, 1.3},
-		{"negative", []lift{{-0.5, 1, false}, {-0.2, 1, true}}, 0.8 * 0.5},
-		{"floored", []lift{{-0.99, 1, true}, {-0.99, 1, true}}, minMultiplier},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var s stack
-			s.reset()
-			for _, l := range tt.lifts {
-				s.push(l.l, l.w, l.additive)
-			}
-			if got := s.value(); !near(got, tt.want, 1e-12) {
-				t.Errorf("multiplier = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 // TestForecastAppliesGivenLifts checks that planned events with a given lift multiply the
 // baseline of the weeks they overlap, prorated by days.
 func TestForecastAppliesGivenLifts(t *testing.T) {

@@ -217,7 +217,7 @@ func effect(theta, w, u float64) float64 {
 	if w == 1 {
 		return theta * u
 	}
-	return math.Log(max(1+w*math.Expm1(theta*u), minMultiplier))
+	return math.Log(max(1+w*math.Expm1(theta*u), supplyplan.MinEventMultiplier))
 }
 
 // regressor linearises effect around theta: effect(theta)/theta (w·u as theta → 0).
@@ -267,7 +267,7 @@ func LearnLifts(histories []SeriesHistory, o LiftOptions) *LiftModel {
 	m := &LiftModel{o: o, index: map[classKey]int{}, product: map[string][]float64{},
 		location: map[string][]float64{}, series: map[string][]float64{}}
 	var all []*lseries
-	var st stack
+	var st supplyplan.LiftStack
 	for hi := range histories {
 		h := &histories[hi]
 		s := &h.Series
@@ -292,7 +292,7 @@ func LearnLifts(histories []SeriesHistory, o LiftOptions) *LiftModel {
 		}
 		start := s.start()
 		for t := range n { // known lifts as offsets
-			st.reset()
+			st = supplyplan.LiftStack{}
 			ws := start.Add(weekDur(t))
 			known := false
 			for ei := range h.Events {
@@ -301,12 +301,12 @@ func LearnLifts(histories []SeriesHistory, o LiftOptions) *LiftModel {
 					continue
 				}
 				if w := e.weight(ws); w > 0 {
-					st.push(*e.LiftPct, w, e.additive())
+					st.Push(*e.LiftPct, w, e.additive())
 					known = true
 				}
 			}
 			if known {
-				ls.off[t] = math.Log(st.value())
+				ls.off[t] = math.Log(st.Multiplier())
 			}
 		}
 		for ei := range h.Events {

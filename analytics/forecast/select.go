@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 // Selection settings.
@@ -27,7 +29,7 @@ type workspace struct {
 	ok         []bool    // observed weeks
 	raw        []float64 // observed history
 	mult       []float64 // event multiplier of each history and future week
-	stacks     []stack
+	stacks     []supplyplan.LiftStack
 	lanes      [2]lane // de-lifted history as is, and in logs
 	tmp        []float64
 	errs       []float64

@@ -39,6 +39,12 @@ func TestSignalsOverHTTP(t *testing.T) {
 	if reasons["s3"] != "REJECTED/UNKNOWN_PRODUCT " || reasons["s4"] != "REJECTED/INVALID_SIGNAL " {
 		t.Fatalf("reasons = %v", reasons)
 	}
+	// A signal is validated once, by the stream it enters (signal_path.go): s5, whose occurredAt
+	// does not parse, was refused there, not by the handler. s4 (no quantity) and s6 (another
+	// organization) are REST rows that are not signals: the handler refuses them.
+	if got := s.Main.Signals.Stats().Invalid; got != 1 || reasons["s5"] != "REJECTED/INVALID_SIGNAL " {
+		t.Fatalf("signals the stream refused = %d (s5: %s), want 1", got, reasons["s5"])
+	}
 	h := s.Do("GET", "/api/demand/history?skuId=P&locationId=L", s.Key("VIEWER"), nil).Must(t, 200)
 	if num(h, "totalActualDemand") != 15 { // 10 imported + 3 + 2 (ALL sums channels); the duplicate adds nothing
 		t.Fatalf("history after signals = %v", h)

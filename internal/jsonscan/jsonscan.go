@@ -1,7 +1,7 @@
 // Package jsonscan is the byte-level JSON scanning the hand-written decoders share: the fast path
-// of demand-history import rows (root import_fast.go), the demand-signal decoder
-// (streams/signal_decode.go) and the strict check every request body goes through (root
-// jsonstrict.go). Each function takes the input and an offset and returns the offset after what
+// of demand-history import rows and the split of import bodies (internal/importjson), the
+// demand-signal decoder (streams/signal_decode.go) and the strict check every request body goes
+// through (internal/strictjson). Each function takes the input and an offset and returns the offset after what
 // it scanned; none allocates. Functions named Skip* trust their input to be valid JSON (checked
 // before); the others validate what they scan.
 package jsonscan

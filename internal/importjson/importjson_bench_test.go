@@ -1,18 +1,20 @@
-package supplyplan
+package importjson
 
 import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 // importBody renders an import request of n rows of kind (the shape clients send).
-func importBody(tb testing.TB, kind ImportKind, n int) []byte {
+func importBody(tb testing.TB, kind supplyplan.ImportKind, n int) []byte {
 	tb.Helper()
 	rows := make([]map[string]any, n)
 	for i := range rows {
 		switch kind {
-		case ImportDemandHistory:
+		case supplyplan.ImportDemandHistory:
 			rows[i] = map[string]any{"skuId": fmt.Sprintf("P%05d", i%5000), "locationId": fmt.Sprintf("L%d", i%4),
 				"weekStarting": "2024-01-01", "actualDemand": float64(i%97) + 0.5, "channel": "WEB"}
 		default:
@@ -30,17 +32,17 @@ func importBody(tb testing.TB, kind ImportKind, n int) []byte {
 // BenchmarkImportDecode measures what an import request costs before the tenant actor: splitting
 // the body into rows (with its JSON checks) and decoding every row.
 func BenchmarkImportDecode(b *testing.B) {
-	for _, kind := range []ImportKind{ImportDemandHistory, ImportCatalog} {
+	for _, kind := range []supplyplan.ImportKind{supplyplan.ImportDemandHistory, supplyplan.ImportCatalog} {
 		body := importBody(b, kind, 50000)
 		b.Run(string(kind), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				rows, err := SplitImportBody(kind, body, 50000)
+				rows, err := SplitBody(kind, body, 50000)
 				if err != nil {
 					b.Fatal(err)
 				}
-				d := DecodeImportRows(kind, rows, 0)
+				d := DecodeRows(kind, rows, 0)
 				if len(d.Errors) > 0 {
 					b.Fatal(d.Errors[0])
 				}

@@ -1,20 +1,22 @@
-package supplyplan
+package importjson
 
 import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 // The fast demand-row decoder must agree with encoding/json on every row it accepts.
 func checkDemandFast(t *testing.T, raw string) {
 	t.Helper()
 	var slab demandSlab
-	var fast DemandHistoryRow
+	var fast supplyplan.DemandHistoryRow
 	if !decodeDemandFast([]byte(raw), interner{}, &slab, &fast) {
 		return // falls back to encoding/json: nothing to compare
 	}
-	var slow DemandHistoryRow
+	var slow supplyplan.DemandHistoryRow
 	if err := json.Unmarshal([]byte(raw), &slow); err != nil {
 		t.Fatalf("fast decoder accepted %q that encoding/json rejects: %v", raw, err)
 	}
@@ -50,26 +52,4 @@ func FuzzDecodeDemandFast(f *testing.F) {
 		}
 		checkDemandFast(t, raw)
 	})
-}
-
-func TestSplitImportBody(t *testing.T) {
-	rows, err := SplitImportBody(ImportDemandHistory, []byte(` {"a":{"records":1},"records":[ {"x":"]"} , [1], "s" ,3 ], "b":[]} `), 0)
-	if err != nil || len(rows) != 4 || string(rows[0]) != `{"x":"]"}` || string(rows[3]) != "3" {
-		t.Fatalf("rows %q err %v", rows, err)
-	}
-	for body, code := range map[string]string{
-		`{"records":[}`:            EVALIDATION,
-		`{"records":{}}`:           EVALIDATION,
-		`{"other":[1]}`:            EVALIDATION,
-		`{"records":[]}`:           EVALIDATION,
-		`{"records":[1,2,3]}`:      ETOOLARGE,
-		`[{"records":[1]}]`:        EVALIDATION,
-		`{"records":[1]} trailing`: EVALIDATION,
-		`{"rec\u006frds":[1]}`:     "",
-	} {
-		_, err := SplitImportBody(ImportDemandHistory, []byte(body), 2)
-		if ErrorCode(err) != code {
-			t.Errorf("%s: %v, want %q", body, err, code)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package supplyplan
+package strictjson
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 type strictInner struct {
@@ -37,14 +39,14 @@ type strictT struct {
 
 func detailsOf(t *testing.T, err error) map[string][]string {
 	t.Helper()
-	var e *Error
-	if !errors.As(err, &e) || e.Code != EVALIDATION {
+	var e *supplyplan.Error
+	if !errors.As(err, &e) || e.Code != supplyplan.EVALIDATION {
 		t.Fatalf("err = %v, want a VALIDATION_ERROR", err)
 	}
 	return e.Details
 }
 
-func TestStrictJSONRejects(t *testing.T) {
+func TestCheckRejects(t *testing.T) {
 	tests := []struct {
 		name, body, field, says string
 	}{
@@ -70,7 +72,7 @@ func TestStrictJSONRejects(t *testing.T) {
 		{"bad number", `{"count":01}`, "body", "invalid JSON at offset"},
 	}
 	for _, tc := range tests {
-		_, _, err := StrictJSON([]byte(tc.body), reflect.TypeFor[strictT]())
+		_, _, err := Check([]byte(tc.body), reflect.TypeFor[strictT]())
 		if err == nil {
 			t.Errorf("%s: accepted", tc.name)
 			continue
@@ -82,7 +84,7 @@ func TestStrictJSONRejects(t *testing.T) {
 	}
 }
 
-func TestStrictJSONDuplicateInLargeObject(t *testing.T) {
+func TestCheckDuplicateInLargeObject(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"labels":{`)
 	for i := range 40 {
@@ -92,13 +94,13 @@ func TestStrictJSONDuplicateInLargeObject(t *testing.T) {
 		b.WriteString(`"k` + strings.Repeat("x", i) + `":"v"`)
 	}
 	b.WriteString(`,"kxxx":"again"}}`)
-	_, _, err := StrictJSON([]byte(b.String()), nil)
+	_, _, err := Check([]byte(b.String()), nil)
 	if d := detailsOf(t, err); len(d["labels.kxxx"]) == 0 {
 		t.Fatalf("details %v", d)
 	}
 }
 
-func TestStrictJSONAccepts(t *testing.T) {
+func TestCheckAccepts(t *testing.T) {
 	for _, body := range []string{
 		`{}`, `[]`, `"x"`, `0`, `-1.5e+3`, `true`, `null`, ` { "name" : "a" } `,
 		`{"name":"caf\u00e9 \ud83d\ude00 ` + "é😀" + `"}`,
@@ -106,14 +108,14 @@ func TestStrictJSONAccepts(t *testing.T) {
 		`{"inner":{"kelvin":"a"},"any":{"kelvin":"b"}}`,
 		`{"name":"\"\\\/\b\f\n\r\t"}`,
 	} {
-		clean, ignored, err := StrictJSON([]byte(body), reflect.TypeFor[strictT]())
+		clean, ignored, err := Check([]byte(body), reflect.TypeFor[strictT]())
 		if err != nil || len(ignored) > 0 || !bytes.Equal(clean, []byte(body)) {
 			t.Errorf("%s: %v %v %q", body, err, ignored, clean)
 		}
 	}
 }
 
-func TestStrictJSONKeysAreCaseSensitive(t *testing.T) {
+func TestCheckKeysAreCaseSensitive(t *testing.T) {
 	tests := []struct {
 		body    string
 		want    strictT
@@ -137,54 +139,11 @@ func TestStrictJSONKeysAreCaseSensitive(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var got strictT
-		err := UnmarshalStrict([]byte(tc.body), &got)
-		_, ignored, _ := StrictJSON([]byte(tc.body), reflect.TypeFor[strictT]())
+		err := Unmarshal([]byte(tc.body), &got)
+		_, ignored, _ := Check([]byte(tc.body), reflect.TypeFor[strictT]())
 		if err != nil || !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(ignored, tc.ignored) {
 			t.Errorf("%s: %+v %v ignored %v, want %+v ignored %v", tc.body, got, err, ignored, tc.want, tc.ignored)
 		}
-	}
-}
-
-func TestSplitImportBodyIsStrict(t *testing.T) {
-	if _, err := SplitImportBody(ImportCatalog, []byte(`{"products":[{"externalId":"A","sku":"x","sku":"y"}]}`), 10); err == nil ||
-		len(detailsOf(t, err)["products[0].sku"]) == 0 {
-		t.Fatalf("duplicate key in a row: %v", err)
-	}
-	if _, err := SplitImportBody(ImportCatalog, []byte(`{"products":[],"products":[{"externalId":"A"}]}`), 10); err == nil ||
-		len(detailsOf(t, err)["products"]) == 0 {
-		t.Fatalf("duplicate array: %v", err)
-	}
-	if _, err := SplitImportBody(ImportDemandHistory, []byte("{\"records\":[{\"skuId\":\"P\xff\"}]}"), 10); err == nil ||
-		len(detailsOf(t, err)["records[0].skuId"]) == 0 {
-		t.Fatalf("invalid UTF-8 in a row: %v", err)
-	}
-	// Case variants are unknown keys: the row decodes without them, through both decoders.
-	for kind, body := range map[ImportKind]string{
-		ImportCatalog:       `{"products":[{"externalId":"A","Name":"wrong","name":"right","SKU":"wrong"}]}`,
-		ImportDemandHistory: `{"records":[{"skuId":"P","SKUID":"Q","locationId":"L","weekStarting":"2026-01-05","ActualDemand":5}]}`,
-	} {
-		rows, err := SplitImportBody(kind, []byte(body), 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := DecodeImportRows(kind, rows, 0)
-		switch kind {
-		case ImportCatalog:
-			r := d.Catalog[0]
-			if *r.Name != "right" || r.SKU != nil {
-				t.Errorf("catalog row %+v", r)
-			}
-		case ImportDemandHistory:
-			r := d.Demand[0]
-			if *r.SKU != "P" || r.ActualDemand != nil {
-				t.Errorf("demand row %+v", r)
-			}
-		}
-	}
-	// A top-level key of another case is not the array.
-	if _, err := SplitImportBody(ImportCatalog, []byte(`{"Products":[{"externalId":"A"}]}`), 10); err == nil ||
-		len(detailsOf(t, err)["products"]) == 0 {
-		t.Fatalf("Products: %v", err)
 	}
 }
 
@@ -240,7 +199,7 @@ func duplicateKeys(data []byte) bool {
 
 var surrogateEscape = regexp.MustCompile(`\\u[dD][89a-fA-F]`)
 
-// fuzzT is the schema of the case property of FuzzStrictJSON.
+// fuzzT is the schema of the case property of FuzzCheck.
 type fuzzT struct {
 	Name  string   `json:"name"`
 	Lift  *float64 `json:"liftPct"`
@@ -249,15 +208,18 @@ type fuzzT struct {
 	} `json:"inner"`
 }
 
-func FuzzStrictJSON(f *testing.F) {
+func FuzzCheck(f *testing.F) {
 	for _, s := range []string{
 		`{"name":"a"}`, `{"name":"a","name":"b"}`, `{"Name":"a"}`, `{"inner":{"KELVIN":"k"}}`, "{\"name\":\"\xff\"}",
 		`{"name":"\ud800"}`, `[1,2,{"a":[]}]`, `{"liftPct":-0.5e-3}`, `{"a":{"b":{"c":{"b":1,"b":2}}}}`, `  "x"  `, `{`,
+		"{\"a\":{\"k\xe9y\":1}}", `["\udc00"]`, "[\"\\ud800\xff\"]", "[\"\xff\\ud800\"]", `["\ufffd","\\ud800","\ud83d\ude00"]`,
+		`{"":1,"":2}`, `{"a":{"":[{"":1,"":2}]}}`, `[1e400]`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		clean, ignored, err := StrictJSON(data, reflect.TypeFor[fuzzT]())
+		agreesWithCanonicalJSON(t, data)
+		clean, ignored, err := Check(data, reflect.TypeFor[fuzzT]())
 		valid := json.Valid(data)
 		if err == nil {
 			if !valid || !utf8.Valid(data) || duplicateKeys(data) {
@@ -282,11 +244,32 @@ func FuzzStrictJSON(f *testing.F) {
 			}
 			return
 		}
-		if c := ErrorCode(err); c != EVALIDATION {
+		if c := supplyplan.ErrorCode(err); c != supplyplan.EVALIDATION {
 			t.Fatalf("error code %s: %v", c, err)
 		}
 		if valid && utf8.Valid(data) && !surrogateEscape.Match(data) && !duplicateKeys(data) && !strings.Contains(err.Error(), "max depth") {
 			t.Fatalf("refused %q: %v", data, err)
 		}
 	})
+}
+
+// agreesWithCanonicalJSON checks data against the root package's canonical JSON, which refuses
+// the same things on its own (with encoding/json's token stream): both refuse what is not strict
+// JSON, and for valid syntax they name the same problem at the same place. Only numbers beyond
+// the double range are refused by canonicalization alone.
+func agreesWithCanonicalJSON(t *testing.T, data []byte) {
+	t.Helper()
+	_, _, err := Check(data, nil)
+	_, cerr := supplyplan.CanonicalJSON(data)
+	var e, ce *supplyplan.Error
+	errors.As(err, &e)
+	errors.As(cerr, &ce)
+	switch {
+	case err == nil && ce != nil:
+		t.Fatalf("%q: strict JSON, refused by CanonicalJSON: %v", data, cerr)
+	case err != nil && cerr == nil:
+		t.Fatalf("%q: refused (%v), accepted by CanonicalJSON", data, err)
+	case err != nil && json.Valid(data) && (e == nil || ce == nil || !reflect.DeepEqual(e.Details, ce.Details)):
+		t.Fatalf("%q: %v, CanonicalJSON's %v", data, err, cerr)
+	}
 }

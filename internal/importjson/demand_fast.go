@@ -1,74 +1,13 @@
-package supplyplan
+package importjson
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/jsonscan"
 )
-
-// splitArray returns the raw elements of the top-level array under key of a JSON object, or
-// found=false when the object has no such key. b must be valid JSON (checked by the caller): the
-// scan then only needs to track strings and nesting. The last occurrence of a repeated key wins, as
-// with encoding/json. Elements alias b.
-func splitArray(b []byte, key string) (elems []json.RawMessage, isArray, found bool) {
-	i := jsonscan.SkipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil, false, false
-	}
-	i++
-	for {
-		i = jsonscan.SkipWS(b, i)
-		if i >= len(b) || b[i] == '}' {
-			return elems, isArray, found
-		}
-		if b[i] == ',' {
-			i++
-			continue
-		}
-		ks := i
-		i = jsonscan.SkipString(b, i)
-		k := b[ks+1 : i-1]
-		match := string(k) == key
-		if !match && bytes.IndexByte(k, '\\') >= 0 {
-			var dk string
-			if json.Unmarshal(b[ks:i], &dk) == nil {
-				match = dk == key
-			}
-		}
-		i = jsonscan.SkipWS(b, i)
-		i++ // ':'
-		i = jsonscan.SkipWS(b, i)
-		vs := i
-		i = jsonscan.SkipValue(b, i)
-		if !match {
-			continue
-		}
-		found = true
-		if b[vs] != '[' {
-			elems, isArray = nil, false
-			continue
-		}
-		isArray = true
-		elems = elems[:0]
-		j := vs + 1
-		for {
-			j = jsonscan.SkipWS(b, j)
-			if j >= i-1 || b[j] == ']' {
-				break
-			}
-			if b[j] == ',' {
-				j++
-				continue
-			}
-			es := j
-			j = jsonscan.SkipValue(b, j)
-			elems = append(elems, json.RawMessage(b[es:j]))
-		}
-	}
-}
 
 // interner deduplicates the strings of one chunk (SKUs, locations and channels repeat a lot).
 type interner map[string]string
@@ -91,7 +30,7 @@ type demandSlab struct {
 
 // decodeDemandFast decodes a plain demand-history row (string fields without escapes, numbers,
 // booleans, nulls, unknown keys skipped) into slab and row; false means "use encoding/json".
-func decodeDemandFast(b []byte, in interner, slab *demandSlab, row *DemandHistoryRow) bool {
+func decodeDemandFast(b []byte, in interner, slab *demandSlab, row *supplyplan.DemandHistoryRow) bool {
 	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false

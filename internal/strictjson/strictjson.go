@@ -1,4 +1,12 @@
-package supplyplan
+// Package strictjson is the strict check every request body goes through before encoding/json
+// decodes it (the REST API's decoder, import bodies, signal batches, tool arguments).
+//
+// encoding/json accepts, without a word, three things a client almost certainly did not mean:
+// invalid UTF-8 (stored as U+FFFD), a key given twice in one object (the last one wins), and a key
+// that matches a field only case-insensitively ("Name" fills name). Check finds them in one pass
+// over the bytes that also validates the syntax, so that encoding/json's own validation is the only
+// other pass. It scans with internal/jsonscan, the one JSON scanner of the module.
+package strictjson
 
 import (
 	"bytes"
@@ -13,44 +21,38 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/jsonscan"
 )
-
-// Strict JSON: encoding/json accepts, without a word, three things a client almost certainly did
-// not mean: invalid UTF-8 (stored as U+FFFD), a key given twice in one object (the last one wins),
-// and a key that matches a field only case-insensitively ("Name" fills name). StrictJSON is the one
-// check every request body goes through before encoding/json decodes it (the REST API's decoder,
-// import bodies, signal batches, tool arguments): one pass over the bytes that also validates the
-// syntax, so that encoding/json's own validation is the only other pass.
 
 // maxJSONDepth is encoding/json's nesting limit.
 const maxJSONDepth = 10000
 
-// StrictJSON checks data, one JSON value, in one pass: syntax, valid UTF-8 in every string and key
+// Check checks data, one JSON value, in one pass: syntax, valid UTF-8 in every string and key
 // (a lone surrogate escape counts as invalid), no key twice in one object at any depth, and, when
 // schema is not nil, no key that matches a field of schema's structs only case-insensitively.
 // Such case-variant keys are not errors, they are unknown keys: clean is data, or a copy in which
 // they can no longer match any field (encoding/json then ignores them like any unknown key), and
 // ignored lists their paths. A problem is a VALIDATION_ERROR naming the path
 // (assumptions.categoryAdjustments[0].liftPct) or, for syntax, the offset.
-func StrictJSON(data []byte, schema reflect.Type) (clean []byte, ignored []string, err error) {
+func Check(data []byte, schema reflect.Type) (clean []byte, ignored []string, err error) {
 	var s *jsonSchema
 	if schema != nil {
 		s = schemaOf(schema)
 	}
-	return strictJSON(data, s)
+	return check(data, s)
 }
 
-// UnmarshalStrict is StrictJSON followed by json.Unmarshal into v (the schema is v's type).
-func UnmarshalStrict(data []byte, v any) error {
-	clean, _, err := StrictJSON(data, reflect.TypeOf(v))
+// Unmarshal is Check followed by json.Unmarshal into v (the schema is v's type).
+func Unmarshal(data []byte, v any) error {
+	clean, _, err := Check(data, reflect.TypeOf(v))
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(clean, v)
 }
 
-func strictJSON(data []byte, s *jsonSchema) ([]byte, []string, error) {
+func check(data []byte, s *jsonSchema) ([]byte, []string, error) {
 	sc := jsonScanner{data: data}
 	i := sc.value(sc.ws(0), s, 0)
 	if sc.err == nil {
@@ -77,7 +79,7 @@ func strictJSON(data []byte, s *jsonSchema) ([]byte, []string, error) {
 	return out, sc.ignored, nil
 }
 
-// jsonSchema is what StrictJSON needs of a Go type: the field names of structs and where values
+// jsonSchema is what Check needs of a Go type: the field names of structs and where values
 // go. A nil schema checks nothing type-related (interfaces, raw messages, custom unmarshalers).
 type jsonSchema struct {
 	fields map[string]*jsonSchema // struct: exact field names
@@ -294,7 +296,7 @@ func keyText(raw []byte) string {
 
 func (sc *jsonScanner) fail(field, msg string) {
 	if sc.err == nil {
-		sc.err = &Error{Code: EVALIDATION, Message: "Malformed JSON", Details: map[string][]string{field: {msg}}}
+		sc.err = &supplyplan.Error{Code: supplyplan.EVALIDATION, Message: "Malformed JSON", Details: map[string][]string{field: {msg}}}
 	}
 }
 
@@ -576,25 +578,4 @@ func (sc *jsonScanner) array(i int, s *jsonSchema, depth int) int {
 			return i
 		}
 	}
-}
-
-// importRowTypes are the row types of each import kind (the strict check of an import body).
-var importRowTypes = map[ImportKind]reflect.Type{
-	ImportCatalog:        reflect.TypeFor[CatalogRow](),
-	ImportInventory:      reflect.TypeFor[InventoryRow](),
-	ImportSuppliers:      reflect.TypeFor[SupplierRow](),
-	ImportPurchaseOrders: reflect.TypeFor[PurchaseOrderRow](),
-	ImportOrders:         reflect.TypeFor[OrderRow](),
-	ImportDemandHistory:  reflect.TypeFor[DemandHistoryRow](),
-}
-
-// importSchema is the schema of a whole import body of kind: {"<array key>": [row, ...]}.
-func importSchema(kind ImportKind) *jsonSchema {
-	key := kind.ArrayKey()
-	var rows *jsonSchema
-	if t, ok := importRowTypes[kind]; ok {
-		rows = &jsonSchema{elem: schemaOf(t)}
-	}
-	return &jsonSchema{isObj: true, fields: map[string]*jsonSchema{key: rows},
-		folded: map[string]struct{}{string(foldName([]byte(key))): {}}}
 }

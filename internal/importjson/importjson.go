@@ -1,0 +1,224 @@
+// Package importjson is the wire decoding of the bulk imports: it splits a request body into its
+// raw rows (SplitBody, with the strict JSON check of internal/strictjson) and decodes rows into
+// supplyplan.DecodedRows (DecodeRows, with a fast path for demand-history rows), which the domain
+// then checks against the tenant's state (supplyplan.TenantState.ApplyImport). HTTP splits the
+// body when the request arrives; an import job decodes the rows chunk by chunk, outside the
+// tenant's actor.
+package importjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/jsonscan"
+	"github.com/supplyplan/supplyplan/internal/strictjson"
+)
+
+// bodyTypes are the shapes of the import bodies for the strict check: for each kind, an object
+// whose one field is the kind's array key holding its rows.
+var bodyTypes = func() map[supplyplan.ImportKind]reflect.Type {
+	rows := map[supplyplan.ImportKind]reflect.Type{
+		supplyplan.ImportCatalog:        reflect.TypeFor[supplyplan.CatalogRow](),
+		supplyplan.ImportInventory:      reflect.TypeFor[supplyplan.InventoryRow](),
+		supplyplan.ImportSuppliers:      reflect.TypeFor[supplyplan.SupplierRow](),
+		supplyplan.ImportPurchaseOrders: reflect.TypeFor[supplyplan.PurchaseOrderRow](),
+		supplyplan.ImportOrders:         reflect.TypeFor[supplyplan.OrderRow](),
+		supplyplan.ImportDemandHistory:  reflect.TypeFor[supplyplan.DemandHistoryRow](),
+	}
+	out := make(map[supplyplan.ImportKind]reflect.Type, len(rows))
+	for kind, row := range rows {
+		out[kind] = reflect.StructOf([]reflect.StructField{{Name: "Rows", Type: reflect.SliceOf(row),
+			Tag: reflect.StructTag(fmt.Sprintf(`json:%q`, kind.ArrayKey()))}})
+	}
+	return out
+}()
+
+// SplitBody checks a whole request body of kind: a JSON object holding the kind's array, at most
+// maxRows items (no limit when maxRows <= 0). It returns the raw rows, which alias body. Errors
+// are VALIDATION_ERROR or PAYLOAD_TOO_LARGE.
+func SplitBody(kind supplyplan.ImportKind, body []byte, maxRows int) ([]json.RawMessage, error) {
+	bodyType, ok := bodyTypes[kind]
+	if !ok {
+		return nil, supplyplan.Invalid("type", "unknown import kind %q", kind)
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, supplyplan.Invalid("body", "must be a JSON object with a %q array", kind.ArrayKey())
+	}
+	// One strict pass (syntax, UTF-8, duplicate keys, case-variant keys made unknown) instead of
+	// json.Valid: the rows split from the result are then decoded as they are.
+	trimmed, _, err := strictjson.Check(trimmed, bodyType)
+	if err != nil {
+		return nil, err
+	}
+	key := kind.ArrayKey()
+	rows, isArray, found := splitArray(trimmed, key)
+	switch {
+	case !found:
+		return nil, supplyplan.Invalid(key, "is required: an array of rows")
+	case !isArray:
+		return nil, supplyplan.Invalid(key, "must be an array")
+	case len(rows) == 0:
+		return nil, supplyplan.Invalid(key, "must contain at least one row")
+	case maxRows > 0 && len(rows) > maxRows:
+		return nil, &supplyplan.Error{Code: supplyplan.ETOOLARGE, Message: "Payload too large",
+			Details: map[string][]string{key: {fmt.Sprintf("at most %d rows per request, got %d", maxRows, len(rows))}}}
+	}
+	return rows, nil
+}
+
+// splitArray returns the raw elements of the top-level array under key of a JSON object, or
+// found=false when the object has no such key. b must be valid JSON (checked by the caller): the
+// scan then only needs to track strings and nesting. The last occurrence of a repeated key wins, as
+// with encoding/json. Elements alias b.
+func splitArray(b []byte, key string) (elems []json.RawMessage, isArray, found bool) {
+	i := jsonscan.SkipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false, false
+	}
+	i++
+	for {
+		i = jsonscan.SkipWS(b, i)
+		if i >= len(b) || b[i] == '}' {
+			return elems, isArray, found
+		}
+		if b[i] == ',' {
+			i++
+			continue
+		}
+		ks := i
+		i = jsonscan.SkipString(b, i)
+		k := b[ks+1 : i-1]
+		match := string(k) == key
+		if !match && bytes.IndexByte(k, '\\') >= 0 {
+			var dk string
+			if json.Unmarshal(b[ks:i], &dk) == nil {
+				match = dk == key
+			}
+		}
+		i = jsonscan.SkipWS(b, i)
+		i++ // ':'
+		i = jsonscan.SkipWS(b, i)
+		vs := i
+		i = jsonscan.SkipValue(b, i)
+		if !match {
+			continue
+		}
+		found = true
+		if b[vs] != '[' {
+			elems, isArray = nil, false
+			continue
+		}
+		isArray = true
+		elems = elems[:0]
+		j := vs + 1
+		for {
+			j = jsonscan.SkipWS(b, j)
+			if j >= i-1 || b[j] == ']' {
+				break
+			}
+			if b[j] == ',' {
+				j++
+				continue
+			}
+			es := j
+			j = jsonscan.SkipValue(b, j)
+			elems = append(elems, json.RawMessage(b[es:j]))
+		}
+	}
+}
+
+// DecodeRows decodes raw rows of kind (as SplitBody returns them) whose request index starts at
+// offset. A row that does not decode, or holds a string or number beyond its bounds, is a row
+// error of the result; the others are checked against the tenant's state by ApplyImport.
+func DecodeRows(kind supplyplan.ImportKind, raw []json.RawMessage, offset int) supplyplan.DecodedRows {
+	d := supplyplan.DecodedRows{Kind: kind}
+	var in interner
+	var slab []demandSlab
+	if kind == supplyplan.ImportDemandHistory {
+		in, slab = interner{}, make([]demandSlab, len(raw))
+		d.Demand = make([]supplyplan.DemandHistoryRow, 0, len(raw))
+		d.Index = make([]int, 0, len(raw))
+	}
+	for i, r := range raw {
+		idx := offset + i
+		var err *supplyplan.RowError
+		if kind == supplyplan.ImportDemandHistory {
+			var row supplyplan.DemandHistoryRow
+			if decodeDemandFast(r, in, &slab[i], &row) {
+				d.Demand = append(d.Demand, row)
+				d.Index = append(d.Index, idx)
+				continue
+			}
+		}
+		switch kind {
+		case supplyplan.ImportCatalog:
+			var row supplyplan.CatalogRow
+			if err = decodeRow(idx, r, &row); err == nil {
+				d.Catalog = append(d.Catalog, row)
+			}
+		case supplyplan.ImportInventory:
+			var row supplyplan.InventoryRow
+			if err = decodeRow(idx, r, &row); err == nil {
+				d.Inventory = append(d.Inventory, row)
+			}
+		case supplyplan.ImportSuppliers:
+			var row supplyplan.SupplierRow
+			if err = decodeRow(idx, r, &row); err == nil {
+				d.Suppliers = append(d.Suppliers, row)
+			}
+		case supplyplan.ImportPurchaseOrders:
+			var row supplyplan.PurchaseOrderRow
+			if err = decodeRow(idx, r, &row); err == nil {
+				d.PurchaseOrders = append(d.PurchaseOrders, row)
+			}
+		case supplyplan.ImportOrders:
+			var row supplyplan.OrderRow
+			if err = decodeRow(idx, r, &row); err == nil {
+				d.Orders = append(d.Orders, row)
+			}
+		case supplyplan.ImportDemandHistory:
+			var row supplyplan.DemandHistoryRow
+			if err = decodeRow(idx, r, &row); err == nil {
+				d.Demand = append(d.Demand, row)
+			}
+		default:
+			err = &supplyplan.RowError{Row: idx, Code: supplyplan.RowInvalidValue, Message: "unknown import kind"}
+		}
+		if err != nil {
+			d.Errors = append(d.Errors, *err)
+			continue
+		}
+		d.Index = append(d.Index, idx)
+	}
+	return d
+}
+
+// decodeRow decodes one row of request index i into v, turning encoding/json errors into row
+// errors, then checks every string and number of the row against its bounds.
+func decodeRow(i int, raw json.RawMessage, v any) *supplyplan.RowError {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' {
+		return &supplyplan.RowError{Row: i, Field: "", Code: supplyplan.RowInvalidType, Message: "row must be a JSON object"}
+	}
+	if err := json.Unmarshal(t, v); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return &supplyplan.RowError{Row: i, Field: typ.Field, Code: supplyplan.RowInvalidType, Message: fmt.Sprintf("%s has the wrong type (%s)", typ.Field, typ.Value)}
+		}
+		return &supplyplan.RowError{Row: i, Code: supplyplan.RowInvalidType, Message: jsonMessage(err)}
+	}
+	return supplyplan.CheckRowInput(i, v)
+}
+
+func jsonMessage(err error) string {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("invalid JSON at offset %d: %s", syn.Offset, syn.Error())
+	}
+	return err.Error()
+}
