@@ -156,7 +156,7 @@ func (w *tenantWorld) Sources(sku, _ string) []SourceCandidate {
 		return c
 	}
 	lead, cost := w.s.transferLead(), w.s.allocation.TransferCostPerUnit
-	var out []SourceCandidate
+	out := make([]SourceCandidate, 0, len(w.s.Locations))
 	for loc := range w.s.Locations {
 		_, stocked := w.s.Inventory[InventoryKey(sku, loc)]
 		if stocked || len(w.rc.byKey[stockKey{sku, loc}]) > 0 {
@@ -242,14 +242,22 @@ func (s *TenantState) AllocateOrders(orders []*Order, now time.Time) AllocationW
 		confirmed[o.ExternalOrderID] = o.confirmed()
 	}
 	outs := NewAllocator(&s.AllocationState, s.world(), s.allocConfig(), now).AllocateBatch(batch)
-	w := AllocationWrite{Outcomes: outs}
-	levels := map[string]*InventoryLevel{}
-	var levelKeys []string
+	n, events := 0, 0
 	for i := range outs {
 		out := &outs[i]
 		if confirmed[out.OrderID] && !out.Ignored {
 			s.commitOutcome(out, now)
 		}
+		n += len(out.Records) + len(out.Consumed)
+		if out.Event != nil {
+			events++
+		}
+	}
+	w := AllocationWrite{Outcomes: outs, Records: make([]Record, 0, n+events), Events: make([]DomainEvent, 0, events)}
+	levels := map[string]*InventoryLevel{}
+	var levelKeys []string
+	for i := range outs {
+		out := &outs[i]
 		w.Records = append(w.Records, out.Records...)
 		for _, c := range out.Consumed {
 			key := InventoryKey(c.SKU, c.LocationID)
