@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/wait"
 )
 
 // testClock is a clock the test moves.
@@ -225,5 +227,63 @@ func TestAllocationRunsNeedApproval(t *testing.T) {
 	bad := "SOMETIMES"
 	if _, err := s.allocation.Run(ctx, p, supplyplan.RunInput{Strategy: &bad}); supplyplan.ErrorCode(err) != supplyplan.EVALIDATION {
 		t.Fatalf("an unknown strategy: %v", err)
+	}
+}
+
+// TestAllocationEventBurstRelayed: an import writes one allocation event per order; the relay
+// moves a burst of them in batches, every event reaches the subscribed endpoint once and the
+// outbox empties.
+func TestAllocationEventBurstRelayed(t *testing.T) {
+	snd := &sender{}
+	s, _ := withBus(t, options{outbound: OutboundConfig{Sender: snd}})
+	p := s.bootstrap(t)
+	ctx := context.Background()
+	if _, err := s.webhooks.CreateEndpoint(ctx, p, supplyplan.WebhookEndpointInput{URL: ptrTo("https://hooks.example/in"),
+		EventTypes: &[]string{"order.*"}}); err != nil {
+		t.Fatal(err)
+	}
+	submit(t, s, p, supplyplan.ImportCatalog, []string{`{"externalId":"X"}`})
+	submit(t, s, p, supplyplan.ImportInventory, []string{`{"skuId":"X","locationId":"DC","quantityOnHand":1000}`})
+	const orders = 3000
+	rows := make([]string, orders)
+	for i := range rows {
+		rows[i] = fmt.Sprintf(`{"externalOrderId":"B-%04d","fill":"FILL_OR_KILL","lines":[{"skuId":"X","quantity":1,"locationId":"DC"}]}`, i)
+	}
+	if j := submit(t, s, p, supplyplan.ImportOrders, rows); j.AppliedCount != orders {
+		t.Fatal(j)
+	}
+	wait.Eventually(t, time.Minute, func() error {
+		if n := snd.count(); n < orders {
+			return fmt.Errorf("%d of %d events delivered", n, orders)
+		}
+		pending, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (int, []supplyplan.Record, error) {
+			return len(st.PendingEvents), nil, nil
+		})
+		if err != nil || pending != 0 {
+			return fmt.Errorf("%d events still in the outbox (%v)", pending, err)
+		}
+		return nil
+	})
+	snd.mu.Lock()
+	defer snd.mu.Unlock()
+	kinds, orderIDs := map[string]int{}, map[string]bool{}
+	for _, m := range snd.sent {
+		var p struct {
+			Type string `json:"type"`
+			Data struct {
+				OrderID string `json:"orderId"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(m.Body, &p); err != nil {
+			t.Fatalf("payload %s: %v", m.Body, err)
+		}
+		kinds[p.Type]++
+		if orderIDs[p.Data.OrderID] {
+			t.Fatalf("order %s announced twice", p.Data.OrderID)
+		}
+		orderIDs[p.Data.OrderID] = true
+	}
+	if len(snd.sent) != orders || kinds[supplyplan.EventAllocationSucceeded] != 1000 || kinds[supplyplan.EventAllocationFailed] != 2000 {
+		t.Fatalf("%d deliveries: %v", len(snd.sent), kinds)
 	}
 }
