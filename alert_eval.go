@@ -93,10 +93,14 @@ func (th AlertThresholds) Validate() error {
 type EvalItem struct {
 	Product *Product
 	Level   *InventoryLevel
-	// LeadTimeDays is the replenishment lead time; InboundDue the open purchase-order quantity
-	// expected within it.
+	// LeadTimeDays is the replenishment lead time; InboundDue the stock expected within it (open
+	// purchase orders, transfers in transit). Promised is what available-to-promise takes off
+	// besides the level's quantityReserved: the reservation ledger's holds, backorders promised
+	// from those receipts, protected safety stock (TenantState.LowATPInputs), so that available −
+	// Promised + InboundDue is the ledger's ATP at the end of the lead time.
 	LeadTimeDays int
 	InboundDue   float64
+	Promised     float64
 	// History is the weekly demand of every channel together, oldest first.
 	History []WeekValue
 	// Forecast, when the forecast engine is available, starts at the current week.
@@ -251,7 +255,8 @@ func (th AlertThresholds) EvaluateItem(it EvalItem, now time.Time, out []Conditi
 
 	// lowAtp: available-to-promise over the lead time below the reorder point.
 	lt := it.LeadTimeDays
-	projected := avail + it.InboundDue - daily*float64(lt)
+	atp := avail - it.Promised + it.InboundDue // the ledger's available-to-promise at the lead time
+	projected := atp - daily*float64(lt)
 	rp := lvl.ReorderPoint
 	if !stockout && (rp > 0 || daily > 0) {
 		st := CondOff
@@ -264,7 +269,7 @@ func (th AlertThresholds) EvaluateItem(it EvalItem, now time.Time, out []Conditi
 		if st != CondOff {
 			urg := urgencyLow
 			if daily > 0 {
-				switch days := (avail + it.InboundDue - rp) / daily; {
+				switch days := (atp - rp) / daily; {
 				case days <= 0:
 					urg = urgencyImmediate
 				case days <= 7:

@@ -39,7 +39,10 @@ type TenantEval struct {
 	Products  map[string]*Product
 	Levels    []*InventoryLevel // sorted by sku then location
 	LeadTimes map[string]int    // see TenantState.LeadTimes
-	Inbound   map[string]float64
+	// Inbound and Promised are EvalItem's InboundDue and Promised by InventoryKey
+	// (TenantState.LowATPInputs).
+	Inbound  map[string]float64
+	Promised map[string]float64
 	// History is the demand of every channel together of each sku-location (ChannelAll keys);
 	// Forecasts their forecasts from this week (absent: the rules use moving averages).
 	History   map[DemandKey][]WeekValue
@@ -58,7 +61,8 @@ func (th AlertThresholds) EvaluateTenant(in TenantEval, now time.Time, stop func
 	for i, l := range in.Levels {
 		key := DemandKey{SKU: l.SKU, Location: l.LocationID, Channel: ChannelAll}
 		it := EvalItem{Product: in.Products[l.SKU], Level: l, LeadTimeDays: th.LeadTimeOf(in.LeadTimes, l.SKU),
-			InboundDue: in.Inbound[InventoryKey(l.SKU, l.LocationID)], History: in.History[key]}
+			InboundDue: in.Inbound[InventoryKey(l.SKU, l.LocationID)], Promised: in.Promised[InventoryKey(l.SKU, l.LocationID)],
+			History: in.History[key]}
 		if fc, ok := in.Forecasts[key]; ok {
 			it.Forecast = &fc
 		}

@@ -99,6 +99,9 @@ func (po *PurchaseOrder) Open() bool {
 
 // OrderLine is one line of a customer order.
 type OrderLine struct {
+	// LineID names the line in its order (import: lines[].lineId, default the line's 1-based
+	// position). Empty on orders stored before allocation existed: LineIDOf gives the default.
+	LineID     string  `json:"lineId,omitempty"`
 	SKU        string  `json:"skuId"`
 	Quantity   float64 `json:"quantity"`
 	LocationID string  `json:"locationId"`
@@ -106,13 +109,16 @@ type OrderLine struct {
 
 // Order is a customer order, keyed by the caller's externalOrderId.
 type Order struct {
-	ExternalOrderID string      `json:"externalOrderId"`
-	Status          string      `json:"status"`
-	Channel         string      `json:"channel,omitempty"`
-	OrderedAt       *time.Time  `json:"orderedAt,omitempty"`
-	Lines           []OrderLine `json:"lines"`
-	CreatedAt       time.Time   `json:"createdAt"`
-	UpdatedAt       time.Time   `json:"updatedAt"`
+	ExternalOrderID string     `json:"externalOrderId"`
+	Status          string     `json:"status"`
+	Channel         string     `json:"channel,omitempty"`
+	OrderedAt       *time.Time `json:"orderedAt,omitempty"`
+	// OrderTerms are the allocation fields (priority, requestedDate, fill, minQuantity,
+	// maxLocations, maxLatenessDays, version; docs/allocation.md), absent ones at their defaults.
+	OrderTerms
+	Lines     []OrderLine `json:"lines"`
+	CreatedAt time.Time   `json:"createdAt"`
+	UpdatedAt time.Time   `json:"updatedAt"`
 }
 
 // Page is one page of a list.

@@ -40,6 +40,7 @@ type overlay struct {
 	locations map[string]*Location
 	levels    map[string]*InventoryLevel
 	suppliers map[string]*Supplier
+	orders    map[string]*Order // orders written earlier in the chunk (their versions)
 }
 
 func (o *overlay) product(ref string) (*Product, bool) {
@@ -78,7 +79,7 @@ func (s *TenantState) ApplyImport(d DecodedRows, now time.Time) ImportResult {
 // applyImport is ApplyImport: every import writes to the catalog.
 func (s *CatalogState) applyImport(orgID string, d DecodedRows, now time.Time) ImportResult {
 	o := &overlay{s: s, orgID: orgID, products: map[string]*Product{}, skus: map[string]string{}, locations: map[string]*Location{},
-		levels: map[string]*InventoryLevel{}, suppliers: map[string]*Supplier{}}
+		levels: map[string]*InventoryLevel{}, suppliers: map[string]*Supplier{}, orders: map[string]*Order{}}
 	res := ImportResult{Errors: slices.Clone(d.Errors)}
 	reject := func(e *RowError) { res.Errors = append(res.Errors, *e) }
 	switch d.Kind {
@@ -406,6 +407,18 @@ func (s *CatalogState) applyOrderRow(o *overlay, i int, row OrderRow, now time.T
 	if e := rowLines(i, row.Lines == nil, len(row.Lines)); e != nil {
 		return e
 	}
+	terms, e := row.Terms(i)
+	if e != nil {
+		return e
+	}
+	ids := make([]string, len(row.Lines))
+	for j, l := range row.Lines {
+		ids[j] = val(l.LineID)
+	}
+	lineIDs, e := LineIDs(i, ids)
+	if e != nil {
+		return e
+	}
 	lines := make([]OrderLine, 0, len(row.Lines))
 	for j, l := range row.Lines {
 		f := fmt.Sprintf("lines[%d]", j)
@@ -420,14 +433,25 @@ func (s *CatalogState) applyOrderRow(o *overlay, i int, row OrderRow, now time.T
 		if _, ok := o.location(val(l.LocationID)); !ok {
 			return &RowError{Row: i, Field: f + ".locationId", Code: RowUnknownLocation, Message: fmt.Sprintf("unknown location %q", val(l.LocationID))}
 		}
-		lines = append(lines, OrderLine{SKU: p.ID, Quantity: *l.Quantity, LocationID: val(l.LocationID)})
+		lines = append(lines, OrderLine{LineID: lineIDs[j], SKU: p.ID, Quantity: *l.Quantity, LocationID: val(l.LocationID)})
 	}
 	id := val(row.ExternalOrderID)
 	ord := Order{ExternalOrderID: id, CreatedAt: now}
-	if cur, ok := s.Orders[id]; ok {
+	cur, ok := o.orders[id]
+	if !ok {
+		cur, ok = s.Orders[id]
+	}
+	if ok {
+		if terms.Version < cur.Version {
+			// An older version than the one stored (delivered out of order): accepted and ignored.
+			res.Applied++
+			return nil
+		}
 		ord.CreatedAt = cur.CreatedAt
 	}
 	ord.Status, ord.Channel, ord.OrderedAt, ord.Lines, ord.UpdatedAt = status, val(row.Channel), ordered, lines, now
+	ord.OrderTerms = terms
+	o.orders[id] = &ord
 	res.Records = append(res.Records, Put(KindOrder, id, &ord))
 	res.Applied++
 	return nil

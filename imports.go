@@ -229,6 +229,7 @@ type PurchaseOrderRow struct {
 
 // OrderLineRow is one line of an order row.
 type OrderLineRow struct {
+	LineID     *string  `json:"lineId" max:"200"`
 	SKU        *string  `json:"skuId" max:"200"`
 	Quantity   *float64 `json:"quantity"`
 	LocationID *string  `json:"locationId" max:"200"`
@@ -236,11 +237,13 @@ type OrderLineRow struct {
 
 // OrderRow is one order of an orders import.
 type OrderRow struct {
-	ExternalOrderID *string        `json:"externalOrderId" max:"200"`
-	Status          *string        `json:"status" max:"200"`
-	Channel         *string        `json:"channel" max:"200"`
-	OrderedAt       *string        `json:"orderedAt" max:"200"`
-	Lines           []OrderLineRow `json:"lines"`
+	ExternalOrderID *string `json:"externalOrderId" max:"200"`
+	Status          *string `json:"status" max:"200"`
+	Channel         *string `json:"channel" max:"200"`
+	OrderedAt       *string `json:"orderedAt" max:"200"`
+	// OrderTermsRow: the optional allocation fields (order_terms.go).
+	OrderTermsRow
+	Lines []OrderLineRow `json:"lines"`
 }
 
 // DemandHistoryRow is one week of a demand-history import.

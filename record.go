@@ -65,8 +65,16 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// EncodeRecords renders a journal entry.
-func EncodeRecords(recs []Record) ([]byte, error) { return json.Marshal(recs) }
+// EncodeRecords renders a journal entry: json.Marshal(recs), with the values that have a
+// hand-written encoding (record_json.go) written without reflection, to the same bytes.
+func EncodeRecords(recs []Record) ([]byte, error) {
+	for _, r := range recs {
+		if _, ok := r.Value.(jsonAppender); ok {
+			return encodeRecordsFast(recs)
+		}
+	}
+	return json.Marshal(recs)
+}
 
 // DecodeRecords parses a journal entry.
 func DecodeRecords(b []byte) ([]Record, error) {

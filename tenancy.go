@@ -41,15 +41,21 @@ const (
 	PermAlertsWrite      Permission = "admin.alerts.write"
 	PermWebhooksRead     Permission = "admin.webhooks.read"
 	PermWebhooksWrite    Permission = "admin.webhooks.write"
+	// Order allocation (docs/allocation.md): reads for every role; allocate, commit and dry runs
+	// like transfers.write; runs that apply and repairs like transfers.approve.
+	PermAllocationRead    Permission = "allocation.read"
+	PermAllocationWrite   Permission = "allocation.write"
+	PermAllocationApprove Permission = "allocation.approve"
 )
 
 var rolePermissions = map[Role][]Permission{
 	RoleAdmin: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite,
-		PermTransfersApprove, PermTransfersExecute, PermAlertsRead, PermAlertsWrite, PermWebhooksRead, PermWebhooksWrite},
+		PermTransfersApprove, PermTransfersExecute, PermAlertsRead, PermAlertsWrite, PermWebhooksRead, PermWebhooksWrite,
+		PermAllocationRead, PermAllocationWrite, PermAllocationApprove},
 	RoleManager: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite,
-		PermTransfersApprove, PermTransfersExecute},
-	RolePlanner: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite},
-	RoleViewer:  {PermForecastRead, PermTransfersRead},
+		PermTransfersApprove, PermTransfersExecute, PermAllocationRead, PermAllocationWrite, PermAllocationApprove},
+	RolePlanner: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite, PermAllocationRead, PermAllocationWrite},
+	RoleViewer:  {PermForecastRead, PermTransfersRead, PermAllocationRead},
 }
 
 // Can reports whether role r holds permission p.

@@ -9,10 +9,12 @@ import (
 
 func TestRolePermissions(t *testing.T) {
 	want := map[Role][]Permission{
-		RoleAdmin:   {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite, PermTransfersApprove, PermTransfersExecute, PermAlertsRead, PermAlertsWrite, PermWebhooksRead, PermWebhooksWrite},
-		RoleManager: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite, PermTransfersApprove, PermTransfersExecute},
-		RolePlanner: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite},
-		RoleViewer:  {PermForecastRead, PermTransfersRead},
+		RoleAdmin: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite, PermTransfersApprove, PermTransfersExecute, PermAlertsRead, PermAlertsWrite, PermWebhooksRead, PermWebhooksWrite,
+			PermAllocationRead, PermAllocationWrite, PermAllocationApprove},
+		RoleManager: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite, PermTransfersApprove, PermTransfersExecute,
+			PermAllocationRead, PermAllocationWrite, PermAllocationApprove},
+		RolePlanner: {PermForecastRead, PermForecastWrite, PermTransfersRead, PermTransfersWrite, PermAllocationRead, PermAllocationWrite},
+		RoleViewer:  {PermForecastRead, PermTransfersRead, PermAllocationRead},
 	}
 	all := want[RoleAdmin]
 	for role, perms := range want {

@@ -29,6 +29,15 @@ type TenantState struct {
 	OutboxState
 	// ToolAuditState: audits of confirmed tool calls (toolaudit_state.go).
 	ToolAuditState
+	// AllocationState: the reservation ledger, order allocations, runs and repair audits
+	// (allocation_state.go; tenant_allocation.go joins it to the catalog).
+	AllocationState
+
+	// allocation are the process's allocation settings (not journaled: SetAllocationSettings).
+	allocation AllocationSettings
+	// receipts is the derived index of stock on its way, by (product, location); nil until a read
+	// needs it and after a purchase order, supplier or transfer changed (tenant_allocation.go).
+	receipts *receiptIndex
 }
 
 // NewTenantState returns the empty state of an organization.
@@ -46,6 +55,8 @@ func (s *TenantState) init() {
 	s.TransfersState.init()
 	s.OutboxState.init()
 	s.ToolAuditState.init()
+	s.AllocationState.init()
+	s.receipts = nil
 }
 
 // UnmarshalJSON decodes a snapshot, rebuilds the derived indexes and quarantines stored numbers
@@ -57,7 +68,9 @@ func (s *TenantState) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
+	set := s.allocation // settings are the process's, not the snapshot's
 	*s = TenantState(p)
+	s.allocation = set
 	s.init()
 	s.CatalogState.quarantineAll()
 	s.TransfersState.quarantineAll()
@@ -69,17 +82,25 @@ func (s *TenantState) UnmarshalJSON(b []byte) error {
 func (s *TenantState) Apply(r Record) error {
 	switch r.Kind {
 	case KindProduct, KindLocation, KindInventory, KindSupplier, KindPurchaseOrder, KindOrder:
+		if r.Kind == KindPurchaseOrder || r.Kind == KindSupplier {
+			s.receipts = nil
+		}
 		return s.CatalogState.Apply(r)
 	case KindScenario, KindEvent, KindForecastVersion, KindForecastChange:
 		return s.ForecastingState.Apply(r)
 	case KindImportJob:
 		return s.ImportsState.Apply(r)
 	case KindTransfer, KindRecommendation:
+		if r.Kind == KindTransfer {
+			s.receipts = nil
+		}
 		return s.TransfersState.Apply(r)
 	case KindPendingEvent:
 		return s.OutboxState.Apply(r)
 	case KindToolAudit:
 		return s.ToolAuditState.Apply(r)
+	case KindReservation, KindAllocation, KindAllocationAudit, KindAllocationRun:
+		return s.AllocationState.Apply(r)
 	}
 	return fmt.Errorf("tenant state: unknown record kind %q", r.Kind)
 }

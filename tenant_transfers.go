@@ -62,8 +62,9 @@ func (s *TenantState) newTransfer(t Transfer, by string, now time.Time) (Transfe
 	if t.SourceBinID != "" && src.Bins[t.SourceBinID] < t.Quantity {
 		return Transfer{}, nil, Invalid("sourceBinId", "bin %q holds %g, less than %g", t.SourceBinID, src.Bins[t.SourceBinID], t.Quantity)
 	}
-	if src.Available() < t.Quantity {
-		return Transfer{}, nil, Invalid("quantity", "exceeds the %g available at %s", math.Max(src.Available(), 0), t.SourceLocationID)
+	// What the source's orders hold in the reservation ledger is not available to move.
+	if avail := src.Available() - s.ReservedAt(t.ProductMasterID, t.SourceLocationID, now); avail < t.Quantity {
+		return Transfer{}, nil, Invalid("quantity", "exceeds the %g available at %s", math.Max(avail, 0), t.SourceLocationID)
 	}
 	src.QuantityReserved += t.Quantity
 	src.UpdatedAt = now

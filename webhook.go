@@ -32,7 +32,8 @@ var (
 		EventDemandStockoutRisk, EventAlertTriggered, EventSubscriptionUpdated,
 		"recommendation.created", "recommendation.approved", "recommendation.rejected",
 		"recommendation.executed", "recommendation.expired",
-		"transfer.created", "transfer.updated", "transfer.in_transit", "transfer.received", "transfer.cancelled"}
+		"transfer.created", "transfer.updated", "transfer.in_transit", "transfer.received", "transfer.cancelled",
+		EventAllocationSucceeded, EventAllocationFailed}
 )
 
 // RegisterWebhookEventType adds an event type endpoints may subscribe to (idempotent).

@@ -140,6 +140,7 @@ type tenantSnapshot struct {
 	levels    []*supplyplan.InventoryLevel
 	leadTimes map[string]int
 	inbound   map[string]float64
+	promised  map[string]float64
 }
 
 // evaluate gathers what the rules need outside any actor (the tenant's stock from its actor,
@@ -176,7 +177,8 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 		for _, l := range st.Inventory {
 			sn.levels = append(sn.levels, l)
 		}
-		sn.inbound = st.InboundWithin(func(p string) time.Time { return now.AddDate(0, 0, th.LeadTimeOf(lt, p)) })
+		// the ledger's available-to-promise at the end of each product's lead time (lowAtp)
+		sn.inbound, sn.promised = st.LowATPInputs(func(p string) time.Time { return now.AddDate(0, 0, th.LeadTimeOf(lt, p)) }, now)
 		return sn, nil, nil
 	})
 	if err != nil {
@@ -186,7 +188,8 @@ func (a *alertEvaluator) evaluate(ctx context.Context, org string) (supplyplan.E
 		return compareStrings(x.SKU+"\x00"+x.LocationID, y.SKU+"\x00"+y.LocationID)
 	})
 	rep.SKULocations = len(snap.levels)
-	in := supplyplan.TenantEval{Products: snap.products, Levels: snap.levels, LeadTimes: snap.leadTimes, Inbound: snap.inbound}
+	in := supplyplan.TenantEval{Products: snap.products, Levels: snap.levels, LeadTimes: snap.leadTimes, Inbound: snap.inbound,
+		Promised: snap.promised}
 
 	// Demand: the total of every channel per sku-location, and every stored series.
 	from := th.HistoryFrom(now)

@@ -22,6 +22,10 @@ type Config struct {
 	SnapshotEvery int
 	// Now is the clock of idempotency-key expiry (tests); nil: time.Now.
 	Now func() time.Time
+	// Allocation are the allocation settings every tenant state is created with (hold time,
+	// protected safety stock, transfer lead time and cost): one available-to-promise for every
+	// service reading a tenant.
+	Allocation supplyplan.AllocationSettings
 }
 
 // Core is what every service of this package shares: the hollywood engine, the journal, and the
@@ -208,7 +212,11 @@ func (c *Core) tenant(orgID string) (*actor.PID, error) {
 	pid := c.engine.Spawn(func() actor.Receiver {
 		return &durable[*supplyplan.TenantState]{
 			stream: tenantStream(orgID), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
-			newState:   func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
+			newState: func() *supplyplan.TenantState {
+				st := supplyplan.NewTenantState(orgID)
+				st.SetAllocationSettings(c.cfg.Allocation)
+				return st
+			},
 			afterApply: func(st *supplyplan.TenantState) { c.reportQuarantined(orgID, st.TakeQuarantined()) },
 		}
 	}, "tenant", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))

@@ -24,6 +24,7 @@ type services struct {
 	alerts      *Alerts
 	transfers   *Transfers
 	imports     *Imports
+	allocation  *Allocation
 	billing     *Billing
 	signals     *Signals
 	mcp         *MCP
@@ -42,6 +43,9 @@ type options struct {
 	alerts    AlertsConfig
 	transfers TransferConfig
 	now       func() time.Time
+	// allocation configures the allocation service, allocSettings every tenant state's allocation.
+	allocation    AllocationConfig
+	allocSettings supplyplan.AllocationSettings
 }
 
 // newServices builds and opens every service on a core, in dependency order; t.Cleanup closes
@@ -66,7 +70,7 @@ func newServices(t testing.TB, o options) *services {
 	if o.alerts.EvalInterval == 0 {
 		o.alerts.EvalInterval = -1 // tests evaluate when they ask
 	}
-	s.core = NewCore(Config{Journal: s.journal, Now: o.now})
+	s.core = NewCore(Config{Journal: s.journal, Now: o.now, Allocation: o.allocSettings})
 	s.forecasts = NewForecasts(s.core, o.demand, 0)
 	s.platform = NewPlatform(s.core, s.forecasts)
 	s.forecasting = NewForecasting(s.core, s.forecasts)
@@ -74,7 +78,8 @@ func newServices(t testing.TB, o options) *services {
 	s.webhooks = NewWebhooks(s.core, o.outbound)
 	s.alerts = NewAlerts(s.core, o.alerts, o.demand, s.forecasts, s.webhooks)
 	s.transfers = NewTransfers(s.core, o.transfers, s.forecasts, o.events)
-	s.imports = NewImports(s.core, o.imports, o.demand, s.forecasts, o.events)
+	s.allocation = NewAllocation(s.core, o.allocation, o.events)
+	s.imports = NewImports(s.core, o.imports, o.demand, s.forecasts, s.allocation, o.events)
 	s.billing = NewBilling(s.core, supplyplan.PlansConfig{}, s.webhooks)
 	s.signals = NewSignals(s.core, o.demand, s.forecasts, s.alerts)
 	s.mcp = NewMCP(s.core, s.webhooks)
@@ -89,7 +94,7 @@ func newServices(t testing.TB, o options) *services {
 	}
 	for _, p := range []part{{s.core.Open, s.core.Close}, {s.forecasts.Open, s.forecasts.Close},
 		{s.webhooks.Open, s.webhooks.Close}, {s.alerts.Open, s.alerts.Close},
-		{s.transfers.Open, s.transfers.Close}, {s.imports.Open, s.imports.Close}} {
+		{s.transfers.Open, s.transfers.Close}, {s.allocation.Open, s.allocation.Close}, {s.imports.Open, s.imports.Close}} {
 		if err := p.open(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -41,6 +41,7 @@ type importManager struct {
 	cfg       ImportConfig
 	demand    supplyplan.DemandStore
 	forecasts *Forecasts                // demand-history writes invalidate forecasts (nil: none kept)
+	alloc     *Allocation               // allocates the orders an orders import writes (nil: none)
 	events    supplyplan.EventPublisher // import.* events (nil: dropped)
 
 	mu       sync.Mutex
@@ -55,7 +56,7 @@ type importManager struct {
 	wg       sync.WaitGroup
 }
 
-func newImportManager(core *Core, cfg ImportConfig, demand supplyplan.DemandStore, forecasts *Forecasts, events supplyplan.EventPublisher) *importManager {
+func newImportManager(core *Core, cfg ImportConfig, demand supplyplan.DemandStore, forecasts *Forecasts, alloc *Allocation, events supplyplan.EventPublisher) *importManager {
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = 5000
 	}
@@ -65,7 +66,7 @@ func newImportManager(core *Core, cfg ImportConfig, demand supplyplan.DemandStor
 	if cfg.Workers <= 0 {
 		cfg.Workers = 2
 	}
-	return &importManager{core: core, cfg: cfg, demand: demand, forecasts: forecasts, events: events, queues: map[string][]queuedJob{}, running: map[string][]*runningJob{},
+	return &importManager{core: core, cfg: cfg, demand: demand, forecasts: forecasts, alloc: alloc, events: events, queues: map[string][]queuedJob{}, running: map[string][]*runningJob{},
 		bodies: map[string][]byte{}, split: map[string][]json.RawMessage{}, decoders: map[string]*decoder{}, sem: make(chan struct{}, cfg.Workers), closing: make(chan struct{})}
 }
 
@@ -395,30 +396,46 @@ func startDecode(kind supplyplan.ImportKind, rows []json.RawMessage, from, chunk
 }
 
 // entityChunk applies catalog, inventory, supplier, purchase-order or order rows together with the
-// job's progress in one tenant transaction: all of the chunk or none of it.
+// job's progress in one tenant transaction: all of the chunk or none of it. The orders an orders
+// chunk writes are allocated in the same transaction (their reservations and events are part of
+// the chunk's write).
 func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d supplyplan.DecodedRows, start, end int) (supplyplan.ImportJob, error) {
 	now := supplyplan.Now()
-	var j supplyplan.ImportJob
+	type chunkResult struct {
+		job supplyplan.ImportJob
+		evs []supplyplan.DomainEvent // allocation events, published once the chunk is durable
+	}
+	var r chunkResult
 	err := retry(ctx, func() (err error) {
-		j, err = tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+		r, err = tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (chunkResult, []supplyplan.Record, error) {
 			cur, ok := st.ImportJobs[jobID]
 			if !ok {
-				return supplyplan.ImportJob{}, nil, supplyplan.NotFound("Import job")
+				return chunkResult{}, nil, supplyplan.NotFound("Import job")
 			}
 			if cur.NextRow != start { // already applied (a retried step): nothing to do
-				return *cur, nil, nil
+				return chunkResult{job: *cur}, nil, nil
 			}
 			res := st.ApplyImport(d, now)
+			recs := res.Records
+			var evs []supplyplan.DomainEvent
+			if m.alloc != nil && d.Kind == supplyplan.ImportOrders {
+				var allocRecs []supplyplan.Record
+				allocRecs, evs = m.alloc.importedOrders(st, recs)
+				recs = append(recs, allocRecs...)
+			}
 			j := *cur
 			progress(&j, res, end-start, end)
-			return j, append(res.Records, jobRecords(orgID, cur, j)...), nil
+			return chunkResult{j, evs}, append(recs, jobRecords(orgID, cur, j)...), nil
 		})
 		return err
 	})
 	if err != nil {
-		return j, &jobError{stage: "recording rows " + rowRange(start, end) + " in the tenant journal", err: err, start: start, end: end}
+		return r.job, &jobError{stage: "recording rows " + rowRange(start, end) + " in the tenant journal", err: err, start: start, end: end}
 	}
-	return j, nil
+	if m.alloc != nil {
+		m.alloc.publish(r.evs)
+	}
+	return r.job, nil
 }
 
 func rowRange(start, end int) string { return strconv.Itoa(start) + " to " + strconv.Itoa(end-1) }
@@ -645,8 +662,9 @@ type Imports struct {
 }
 
 // NewImports returns the import service; Open resumes the jobs a stop interrupted.
-func NewImports(core *Core, cfg ImportConfig, demand supplyplan.DemandStore, forecasts *Forecasts, events supplyplan.EventPublisher) *Imports {
-	return &Imports{core: core, m: newImportManager(core, cfg, demand, forecasts, events)}
+// alloc, when not nil, allocates the orders an orders import writes, in the same write.
+func NewImports(core *Core, cfg ImportConfig, demand supplyplan.DemandStore, forecasts *Forecasts, alloc *Allocation, events supplyplan.EventPublisher) *Imports {
+	return &Imports{core: core, m: newImportManager(core, cfg, demand, forecasts, alloc, events)}
 }
 
 var _ supplyplan.ImportService = (*Imports)(nil)

@@ -78,10 +78,11 @@ func (r *eventRelay) loop() {
 	for {
 		select {
 		case it := <-r.ch:
+			batch := r.drain(it)
 			if r.dropped.Swap(false) {
 				r.sweep() // everything still in an outbox, oldest first, before newer events
 			}
-			r.move(it)
+			r.moveAll(batch)
 		case <-t.C:
 			r.sweep()
 			r.w.prune()
@@ -89,6 +90,25 @@ func (r *eventRelay) loop() {
 			return
 		}
 	}
+}
+
+// relayBatch is the most events moved together: one transaction of each owner's outbound actor
+// accepts them and one of each outbox drops them, so that a burst of events (an import writes one
+// per order) costs a few transactions, not two per event.
+const relayBatch = 1000
+
+// drain returns first and the events queued behind it, at most relayBatch, without waiting.
+func (r *eventRelay) drain(first relayItem) []relayItem {
+	batch := []relayItem{first}
+	for len(batch) < relayBatch {
+		select {
+		case it := <-r.ch:
+			batch = append(batch, it)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // sweep relays every event still in an outbox.
@@ -103,9 +123,11 @@ func (r *eventRelay) sweep() {
 			r.w.core.log.Warn("read tenant outbox", "org", id, "err", err)
 			continue
 		}
-		for _, e := range evs {
-			r.move(relayItem{sourceOrg: id, ev: e})
+		items := make([]relayItem, len(evs))
+		for i, e := range evs {
+			items[i] = relayItem{sourceOrg: id, ev: e}
 		}
+		r.moveAll(items)
 	}
 	evs, err := platformTx(ctx, r.w.core, func(st *supplyplan.PlatformState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
 		return st.PendingEventList(), nil, nil
@@ -114,13 +136,25 @@ func (r *eventRelay) sweep() {
 		r.w.core.log.Warn("read platform outbox", "err", err)
 		return
 	}
-	for _, e := range evs {
-		r.move(relayItem{fromPlatform: true, ev: e})
+	items := make([]relayItem, len(evs))
+	for i, e := range evs {
+		items[i] = relayItem{fromPlatform: true, ev: e}
+	}
+	r.moveAll(items)
+}
+
+// moveAll accepts events into their owners' outbound actors, then removes them from their
+// outboxes, relayBatch at a time: for each owner, one transaction accepts its events in order; for
+// each outbox, one transaction drops the events accepted.
+func (r *eventRelay) moveAll(items []relayItem) {
+	for len(items) > 0 {
+		n := min(len(items), relayBatch)
+		r.moveBatch(items[:n])
+		items = items[n:]
 	}
 }
 
-// move accepts one event into its owner's outbound actor, then removes it from its outbox.
-func (r *eventRelay) move(it relayItem) {
+func (r *eventRelay) moveBatch(items []relayItem) {
 	select {
 	case <-r.closing:
 		return
@@ -128,57 +162,115 @@ func (r *eventRelay) move(it relayItem) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e := it.ev
-	owner := e.OrganizationID
 	now := supplyplan.Now()
-	if owner == "" {
-		return
-	}
 	pol := r.cfg.policies()
-	ds, err := outboundTx(ctx, r.w.core, owner, func(st *supplyplan.OutboundState) ([]supplyplan.Delivery, []supplyplan.Record, error) {
-		if owner == supplyplan.PlatformOwner {
-			if e.Type == supplyplan.OpsPaymentFailed && r.cfg.OpsAlertURL != "" {
-				return st.AcceptURLEvent(e, supplyplan.TargetURLChat, r.cfg.OpsAlertURL, pol.Webhook, now)
-			}
-			if url := supplyplan.MerchantEventURL(e); url != "" { // federation: to the merchant's webhook URL
-				return st.AcceptURLEvent(e, supplyplan.TargetURL, url, pol.Webhook, now)
-			}
-			return nil, nil, nil
+	var owners []string
+	byOwner := map[string][]relayItem{}
+	seen := map[string]bool{} // an event given twice (the bus and a sweep) is accepted once
+	for _, it := range items {
+		owner := it.ev.OrganizationID
+		if owner == "" || seen[it.ev.ID] {
+			continue
 		}
-		return st.AcceptEvent(e, pol, now)
-	})
-	if err != nil {
-		if supplyplan.ErrorCode(err) == supplyplan.ENOTFOUND {
-			r.dropFromOutbox(ctx, it) // the organization is gone
-			return
+		seen[it.ev.ID] = true
+		if _, ok := byOwner[owner]; !ok {
+			owners = append(owners, owner)
 		}
-		r.w.core.log.Warn("relay event", "event", e.ID, "type", e.Type, "err", err)
-		return
+		byOwner[owner] = append(byOwner[owner], it)
 	}
-	r.w.deliveries.schedule(owner, ds)
-	r.dropFromOutbox(ctx, it)
+	var done []relayItem // accepted (or whose owner is gone): to drop from their outboxes
+	for _, owner := range owners {
+		its := byOwner[owner]
+		type accepted struct {
+			ds []supplyplan.Delivery
+			ok []relayItem
+		}
+		acc, err := outboundTx(ctx, r.w.core, owner, func(st *supplyplan.OutboundState) (accepted, []supplyplan.Record, error) {
+			var a accepted
+			var recs []supplyplan.Record
+			for _, it := range its {
+				ds, rs, err := r.accept(st, owner, it.ev, pol, now)
+				if err != nil {
+					r.w.core.log.Warn("relay event", "event", it.ev.ID, "type", it.ev.Type, "err", err)
+					continue // stays in its outbox: the next sweep tries again
+				}
+				a.ds, recs, a.ok = append(a.ds, ds...), append(recs, rs...), append(a.ok, it)
+			}
+			return a, recs, nil
+		})
+		if err != nil {
+			if supplyplan.ErrorCode(err) == supplyplan.ENOTFOUND {
+				done = append(done, its...) // the organization is gone
+				continue
+			}
+			r.w.core.log.Warn("relay events", "owner", owner, "events", len(its), "err", err)
+			continue
+		}
+		r.w.deliveries.schedule(owner, acc.ds)
+		done = append(done, acc.ok...)
+	}
+	r.dropFromOutboxes(ctx, done)
 }
 
-func (r *eventRelay) dropFromOutbox(ctx context.Context, it relayItem) {
-	id := it.ev.ID
-	var err error
-	if it.fromPlatform {
-		_, err = platformTx(ctx, r.w.core, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
-			if _, ok := st.PendingEvents[id]; !ok {
-				return struct{}{}, nil, nil
-			}
-			return struct{}{}, []supplyplan.Record{supplyplan.Del(supplyplan.KindPendingEvent, id)}, nil
-		})
-	} else if it.sourceOrg != "" {
-		_, err = tenantTx(ctx, r.w.core, it.sourceOrg, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
-			if _, ok := st.PendingEvents[id]; !ok {
-				return struct{}{}, nil, nil
-			}
-			return struct{}{}, []supplyplan.Record{supplyplan.Del(supplyplan.KindPendingEvent, id)}, nil
-		})
+// accept creates the deliveries of one event in its owner's outbound state.
+func (r *eventRelay) accept(st *supplyplan.OutboundState, owner string, e supplyplan.DomainEvent, pol supplyplan.Policies, now time.Time) ([]supplyplan.Delivery, []supplyplan.Record, error) {
+	if owner == supplyplan.PlatformOwner {
+		if e.Type == supplyplan.OpsPaymentFailed && r.cfg.OpsAlertURL != "" {
+			return st.AcceptURLEvent(e, supplyplan.TargetURLChat, r.cfg.OpsAlertURL, pol.Webhook, now)
+		}
+		if url := supplyplan.MerchantEventURL(e); url != "" { // federation: to the merchant's webhook URL
+			return st.AcceptURLEvent(e, supplyplan.TargetURL, url, pol.Webhook, now)
+		}
+		return nil, nil, nil
 	}
-	if err != nil && supplyplan.ErrorCode(err) != supplyplan.ENOTFOUND {
-		r.w.core.log.Warn("remove relayed event from outbox", "event", id, "err", err)
+	return st.AcceptEvent(e, pol, now)
+}
+
+// dropFromOutboxes removes relayed events from the outboxes holding them: one transaction per
+// outbox.
+func (r *eventRelay) dropFromOutboxes(ctx context.Context, items []relayItem) {
+	if len(items) == 0 {
+		return
+	}
+	var sources []string
+	bySource := map[string][]string{}
+	for _, it := range items {
+		src := it.sourceOrg
+		if it.fromPlatform {
+			src = supplyplan.PlatformOwner
+		}
+		if src == "" {
+			continue
+		}
+		if _, ok := bySource[src]; !ok {
+			sources = append(sources, src)
+		}
+		bySource[src] = append(bySource[src], it.ev.ID)
+	}
+	for _, src := range sources {
+		ids := bySource[src]
+		drop := func(pending map[string]*supplyplan.DomainEvent) []supplyplan.Record {
+			var recs []supplyplan.Record
+			for _, id := range ids {
+				if _, ok := pending[id]; ok {
+					recs = append(recs, supplyplan.Del(supplyplan.KindPendingEvent, id))
+				}
+			}
+			return recs
+		}
+		var err error
+		if src == supplyplan.PlatformOwner {
+			_, err = platformTx(ctx, r.w.core, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
+				return struct{}{}, drop(st.PendingEvents), nil
+			})
+		} else {
+			_, err = tenantTx(ctx, r.w.core, src, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+				return struct{}{}, drop(st.PendingEvents), nil
+			})
+		}
+		if err != nil && supplyplan.ErrorCode(err) != supplyplan.ENOTFOUND {
+			r.w.core.log.Warn("remove relayed events from outbox", "outbox", src, "events", len(ids), "err", err)
+		}
 	}
 }
 

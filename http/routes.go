@@ -80,6 +80,9 @@ func (s *Server) routes() {
 	rt.handle("GET", "/api/inventory/transfers/:id", s.tenant(tr, nil, s.getTransfer))
 	rt.handle("POST", "/api/inventory/transfers/:id", s.tenant(tw, nil, s.updateTransfer))
 
+	// Order allocation: ATP, orders, the reservation ledger, runs (allocation.go).
+	s.allocationRoutes()
+
 	// Alerts (tenant administrator).
 	ar, aw := supplyplan.PermAlertsRead, supplyplan.PermAlertsWrite
 	rt.handle("GET", "/api/admin/alerts/config", s.tenant(ar, nil, s.getAlertConfig))

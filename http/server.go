@@ -49,6 +49,7 @@ type Services struct {
 	Webhooks    supplyplan.WebhookService
 	Billing     supplyplan.BillingService
 	Transfers   supplyplan.TransferService
+	Allocation  supplyplan.AllocationService
 	Forecast    supplyplan.ForecastService
 	Signals     supplyplan.SignalPublisher
 	// MCP and Gateway back the platform endpoints of the MCP surfaces (optional).

@@ -11,6 +11,12 @@ import (
 // planning tools call ForecastBackend and TransferBackend (adapters.go adapts the
 // Forecaster and the TransferService to them). A tool whose service is not wired is not listed.
 
+// ATPBackend answers available-to-promise figures from the tenant's reservation ledger
+// (supplyplan.AllocationService has it).
+type ATPBackend interface {
+	ATP(ctx context.Context, p supplyplan.Principal, q supplyplan.ATPQuery) (supplyplan.Page[supplyplan.ATPLine], error)
+}
+
 // ForecastQuery asks for the demand forecast of one product.
 type ForecastQuery struct {
 	SKU        string

@@ -61,18 +61,22 @@ func init() {
 		capability: supplyplan.CapInventory, public: true, needs: hasCatalog,
 		def: Def{
 			Name: "check_availability", Title: "Check availability",
-			Description: "Stock of a product per location: on hand, reserved, available now, inbound on open purchase orders, and available-to-promise (available plus inbound due soon).",
+			Description: "Stock of a product per location: on hand, reserved (including what orders hold in the reservation ledger), available now, inbound on open purchase orders, and available-to-promise from the same ledger (stock and receipts due within 14 days, or by date, less what is reserved, promised to backorders or protected). With quantity: whether each location can promise it by date and the earliest date it could.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
   "productId":{"type":"string","maxLength":200,"description":"Product id or SKU"},
-  "locationIds":{"type":"array","items":{"type":"string","maxLength":200},"maxItems":50,"description":"Only these locations (default: every location holding or expecting the product)"}},
+  "locationIds":{"type":"array","items":{"type":"string","maxLength":200},"maxItems":50,"description":"Only these locations (default: every location holding or expecting the product)"},
+  "date":{"type":"string","maxLength":200,"description":"ISO date: available-to-promise at the end of this day (default: within the next 14 days)"},
+  "quantity":{"type":"number","exclusiveMinimum":0,"maximum":1e12,"description":"Quantity to promise: answers canPromise (by date) and earliestDate per location"}},
   "required":["productId"],"additionalProperties":false}`),
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{
   "productId":{"type":"string"},
   "locations":{"type":"array","items":{"type":"object","properties":{
     "locationId":{"type":"string"},"quantityOnHand":{"type":"number"},"quantityReserved":{"type":"number"},
-    "available":{"type":"number"},"inbound":{"type":"number"},"availableToPromise":{"type":"number"}},
+    "available":{"type":"number"},"inbound":{"type":"number"},"availableToPromise":{"type":"number"},
+    "canPromise":{"type":"boolean"},"earliestDate":{"type":"string","format":"date-time"}},
     "required":["locationId","quantityOnHand","quantityReserved","available","availableToPromise"]}},
-  "totalAvailable":{"type":"number"},"totalAvailableToPromise":{"type":"number"}},
+  "totalAvailable":{"type":"number"},"totalAvailableToPromise":{"type":"number"},
+  "date":{"type":"string","format":"date-time"},"quantity":{"type":"number"},"canPromise":{"type":"boolean"}},
   "required":["productId","locations","totalAvailable","totalAvailableToPromise"]}`),
 			Annotations: readOnly("Check availability"),
 		},
@@ -182,6 +186,8 @@ func checkAvailability(c *toolCall) (any, string, error) {
 	var in struct {
 		ProductID   string   `json:"productId" max:"200"`
 		LocationIDs []string `json:"locationIds" max:"200"`
+		Date        string   `json:"date" max:"200"`
+		Quantity    *float64 `json:"quantity"`
 	}
 	if err := DecodeArgs(c.args, &in); err != nil {
 		return nil, "", err
@@ -192,35 +198,109 @@ func checkAvailability(c *toolCall) (any, string, error) {
 	if len(in.LocationIDs) > 50 {
 		return nil, "", supplyplan.Invalid("locationIds", "must have at most 50 items")
 	}
+	q := supplyplan.ATPQuery{SKU: in.ProductID}
+	dated := in.Date != "" || in.Quantity != nil
+	if in.Date != "" {
+		d, ok := supplyplan.ParseTime(in.Date)
+		if !ok {
+			return nil, "", supplyplan.Invalid("date", "%s", supplyplan.TimeMessage)
+		}
+		q.Date = &d
+	}
+	if in.Quantity != nil {
+		if !supplyplan.NumberOK(*in.Quantity) || *in.Quantity <= 0 {
+			return nil, "", supplyplan.Invalid("quantity", "must be a number > 0 and at most 1e12")
+		}
+		q.Quantity = *in.Quantity
+	}
+	if dated && c.deps.ATP == nil {
+		return nil, "", supplyplan.Invalid("date", "dated availability is not available on this service")
+	}
 	// CatalogService.Availability answers NOT_FOUND for an unknown product or location.
 	av, err := c.deps.Catalog.Availability(c.ctx, c.access.Principal, in.ProductID, in.LocationIDs)
 	if err != nil {
 		return nil, "", err
 	}
+	// The dated figures, from the same ledger: every location of the product, page by page.
+	byLoc := map[string]supplyplan.ATPLine{}
+	for dated {
+		q.Limit, q.Offset = supplyplan.MaxPageLimit, len(byLoc)
+		pg, err := c.deps.ATP.ATP(c.ctx, c.access.Principal, q)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, l := range pg.Items {
+			byLoc[l.LocationID] = l
+		}
+		if len(pg.Items) == 0 || len(byLoc) >= pg.Total {
+			break
+		}
+	}
 	type loc struct {
-		LocationID string  `json:"locationId"`
-		OnHand     float64 `json:"quantityOnHand"`
-		Reserved   float64 `json:"quantityReserved"`
-		Available  float64 `json:"available"`
-		Inbound    float64 `json:"inbound"`
-		ATP        float64 `json:"availableToPromise"`
+		LocationID   string     `json:"locationId"`
+		OnHand       float64    `json:"quantityOnHand"`
+		Reserved     float64    `json:"quantityReserved"`
+		Available    float64    `json:"available"`
+		Inbound      float64    `json:"inbound"`
+		ATP          float64    `json:"availableToPromise"`
+		CanPromise   *bool      `json:"canPromise,omitempty"`
+		EarliestDate *time.Time `json:"earliestDate,omitempty"`
 	}
 	out := struct {
-		ProductID string  `json:"productId"`
-		Locations []loc   `json:"locations"`
-		TotalAv   float64 `json:"totalAvailable"`
-		TotalATP  float64 `json:"totalAvailableToPromise"`
-	}{ProductID: in.ProductID, Locations: []loc{}}
+		ProductID  string     `json:"productId"`
+		Locations  []loc      `json:"locations"`
+		TotalAv    float64    `json:"totalAvailable"`
+		TotalATP   float64    `json:"totalAvailableToPromise"`
+		Date       *time.Time `json:"date,omitempty"`
+		Quantity   *float64   `json:"quantity,omitempty"`
+		CanPromise *bool      `json:"canPromise,omitempty"`
+	}{ProductID: in.ProductID, Locations: []loc{}, Quantity: in.Quantity}
 	var b strings.Builder
+	anyCan := false
 	for _, a := range av {
-		out.Locations = append(out.Locations, loc{a.LocationID, a.OnHand, a.Reserved, a.Available, a.Inbound, a.ATP})
+		l := loc{LocationID: a.LocationID, OnHand: a.OnHand, Reserved: a.Reserved, Available: a.Available, Inbound: a.Inbound, ATP: a.ATP}
+		if dated {
+			f := byLoc[a.LocationID] // absent: nothing there (ATP 0)
+			l.ATP, l.CanPromise, l.EarliestDate = f.Available, f.CanPromise, f.EarliestDate
+			if q.Quantity > 0 && l.CanPromise == nil {
+				no := false
+				l.CanPromise = &no
+			}
+			if out.Date == nil && !f.Date.IsZero() {
+				d := f.Date
+				out.Date = &d
+			}
+		}
+		out.Locations = append(out.Locations, l)
 		out.TotalAv += a.Available
-		out.TotalATP += a.ATP
+		out.TotalATP += l.ATP
 		fmt.Fprintf(&b, "\n- %s: %s available (%s on hand, %s reserved), %s inbound, %s available to promise",
-			a.LocationID, fmtQty(a.Available), fmtQty(a.OnHand), fmtQty(a.Reserved), fmtQty(a.Inbound), fmtQty(a.ATP))
+			a.LocationID, fmtQty(a.Available), fmtQty(a.OnHand), fmtQty(a.Reserved), fmtQty(a.Inbound), fmtQty(l.ATP))
+		if l.CanPromise != nil {
+			anyCan = anyCan || *l.CanPromise
+			switch {
+			case *l.CanPromise:
+				fmt.Fprintf(&b, "; %s can be promised", fmtQty(q.Quantity))
+			case l.EarliestDate != nil:
+				fmt.Fprintf(&b, "; %s from %s", fmtQty(q.Quantity), l.EarliestDate.Format("2006-01-02"))
+			default:
+				fmt.Fprintf(&b, "; %s cannot be promised from known receipts", fmtQty(q.Quantity))
+			}
+		}
 	}
 	head := fmt.Sprintf("%s: %s available, %s available to promise across %d location(s)",
 		in.ProductID, fmtQty(out.TotalAv), fmtQty(out.TotalATP), len(out.Locations))
+	if out.Date != nil {
+		head += " by " + out.Date.Format("2006-01-02")
+	}
+	if q.Quantity > 0 {
+		out.CanPromise = &anyCan
+		if anyCan {
+			head += fmt.Sprintf("; %s can be promised", fmtQty(q.Quantity))
+		} else {
+			head += fmt.Sprintf("; no single location can promise %s", fmtQty(q.Quantity))
+		}
+	}
 	return out, head + b.String(), nil
 }
 

@@ -30,7 +30,10 @@ const (
 
 // Deps are the services the merchant tools call. A nil service leaves its tools unlisted.
 type Deps struct {
-	Catalog   supplyplan.CatalogService
+	Catalog supplyplan.CatalogService
+	// ATP answers check_availability's dated figures and promise checks (nil: without date and
+	// quantity the tool still answers from Catalog).
+	ATP       ATPBackend
 	Forecasts ForecastBackend
 	Transfers TransferBackend
 	Audit     supplyplan.ToolAuditLog

@@ -65,6 +65,13 @@ type Config struct {
 	TransferCostPerUnit    float64
 	TransferMinStockDiffPc float64
 
+	// Order allocation (docs/allocation.md).
+	AllocationHoldTTL          time.Duration
+	AllocationSweepInterval    time.Duration
+	AllocationRetention        time.Duration
+	AllocationCommitOnAllocate bool
+	AllocationSafetyShare      float64
+
 	// MCP surfaces.
 	RegistryAddr      string
 	ToolsAddr         string
@@ -81,7 +88,8 @@ type Config struct {
 
 	// Surfaces chooses what Open starts (serve: all; registry, tools: one). Zero means all.
 	Surfaces Surfaces
-	// Clock is the clock of idempotency-key expiry (tests only; no flag). nil: time.Now.
+	// Clock is the clock of idempotency-key expiry and of order allocation (reservation holds)
+	// (tests only; no flag). nil: time.Now.
 	Clock func() time.Time
 }
 
@@ -151,6 +159,12 @@ func DefaultConfig() Config {
 		TransferCostPerUnit:    envFloat("SUPPLYPLAN_TRANSFER_COST_PER_UNIT", 0.5),
 		TransferMinStockDiffPc: envFloat("SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT", 0.2),
 
+		AllocationHoldTTL:          envDuration("SUPPLYPLAN_ALLOCATION_HOLD_TTL", 30*time.Minute),
+		AllocationSweepInterval:    envDuration("SUPPLYPLAN_ALLOCATION_SWEEP_INTERVAL", time.Minute),
+		AllocationRetention:        envDuration("SUPPLYPLAN_ALLOCATION_RETENTION", 7*24*time.Hour),
+		AllocationCommitOnAllocate: envBool("SUPPLYPLAN_ALLOCATION_COMMIT_ON_ALLOCATE", false),
+		AllocationSafetyShare:      envFloat("SUPPLYPLAN_ALLOCATION_SAFETY_STOCK_SHARE", 0),
+
 		RegistryAddr:      envString("SUPPLYPLAN_REGISTRY_ADDR", "127.0.0.1:3015"),
 		ToolsAddr:         envString("SUPPLYPLAN_TOOLS_ADDR", "127.0.0.1:8081"),
 		ToolsPublicURL:    envString("SUPPLYPLAN_TOOLS_PUBLIC_URL", ""),
@@ -199,6 +213,11 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.TransferLeadTimeDays, "transfer-lead-time-days", c.TransferLeadTimeDays, "days a transfer takes to arrive (SUPPLYPLAN_TRANSFER_LEAD_TIME_DAYS)")
 	fs.Float64Var(&c.TransferCostPerUnit, "transfer-cost-per-unit", c.TransferCostPerUnit, "cost of moving one unit, for estimatedROI (SUPPLYPLAN_TRANSFER_COST_PER_UNIT)")
 	fs.Float64Var(&c.TransferMinStockDiffPc, "transfer-min-stock-difference-pct", c.TransferMinStockDiffPc, "default minStockDifferencePct of recommendation requests (SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT)")
+	fs.DurationVar(&c.AllocationHoldTTL, "allocation-hold-ttl", c.AllocationHoldTTL, "how long a HELD reservation lives before it expires and its stock is available again (SUPPLYPLAN_ALLOCATION_HOLD_TTL)")
+	fs.DurationVar(&c.AllocationSweepInterval, "allocation-sweep-interval", c.AllocationSweepInterval, "how often expired holds are recorded EXPIRED and old reservations forgotten (SUPPLYPLAN_ALLOCATION_SWEEP_INTERVAL)")
+	fs.DurationVar(&c.AllocationRetention, "allocation-retention", c.AllocationRetention, "how long RELEASED and EXPIRED reservations stay listed (SUPPLYPLAN_ALLOCATION_RETENTION)")
+	fs.BoolVar(&c.AllocationCommitOnAllocate, "allocation-commit-on-allocate", c.AllocationCommitOnAllocate, "create reservations COMMITTED (no expiry) instead of HELD (SUPPLYPLAN_ALLOCATION_COMMIT_ON_ALLOCATE)")
+	fs.Float64Var(&c.AllocationSafetyShare, "allocation-safety-stock-share", c.AllocationSafetyShare, "part of each level's reorder point allocation may not promise, 0 to 1 (SUPPLYPLAN_ALLOCATION_SAFETY_STOCK_SHARE)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
 	fs.IntVar(&c.ForecastCacheMB, "forecast-cache-mb", c.ForecastCacheMB, "MiB of computed forecasts kept for reuse across tenants, least recently used out first (SUPPLYPLAN_FORECAST_CACHE_MB)")
 	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")

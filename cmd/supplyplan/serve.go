@@ -75,6 +75,9 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("--body-bytes-in-flight (%d) must be at least --import-max-bytes (%d) and --body-limit (%d): a request that fits no budget could never be served",
 			cfg.BodyBudget, cfg.ImportMaxBytes, cfg.BodyLimit)
 	}
+	if err := (supplyplan.SafetyStockPolicy{ReorderPointShare: cfg.AllocationSafetyShare}).Validate(); err != nil {
+		return fmt.Errorf("--allocation-safety-stock-share: %w", err)
+	}
 	m.bodies = sphttp.NewBodyBudget(int64(cfg.BodyBudget))
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
@@ -153,7 +156,8 @@ func (m *Main) Open(ctx context.Context) error {
 			sphttp.Services{Auth: m.System.Platform, Platform: m.System.Platform, Forecasting: m.System.Forecasting,
 				Catalog: m.System.Catalog, Imports: m.System.Imports, Demand: m.System.Catalog, Transfers: m.System.Transfers,
 				Forecast: m.System.Forecasts, Signals: m.Signals, Alerts: m.System.Alerts, Webhooks: m.System.Webhooks,
-				Billing: m.System.Billing, MCP: m.System.MCP, Gateway: m.mcp.gateway, Idempotency: m.System.Idempotency})
+				Billing: m.System.Billing, MCP: m.System.MCP, Gateway: m.mcp.gateway, Idempotency: m.System.Idempotency,
+				Allocation: m.System.Allocation})
 		if err := m.API.Open(); err != nil {
 			return err
 		}

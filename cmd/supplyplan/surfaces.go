@@ -47,14 +47,15 @@ func (m *Main) openMCPStores(ctx context.Context, credsPath string) error {
 	if err := ensureDemoGatewayKey(ctx, m.mcp.gateway, credsPath); err != nil {
 		m.Log.Warn("cannot create the demo gateway key", "err", err)
 	}
-	if m.Catalog == nil {
-		m.Catalog = m.System.Catalog
+	var atp tools.ATPBackend
+	if m.Catalog == nil { // the system's catalog: check_availability's dated figures from its ledger
+		m.Catalog, atp = m.System.Catalog, m.System.Allocation
 	}
 	secret, err := toolsSecret(cfg)
 	if err != nil {
 		return err
 	}
-	m.mcp.deps = &tools.Deps{Catalog: m.Catalog, Audit: m.System.MCP, Confirm: &tools.Confirmer{Secret: secret}}
+	m.mcp.deps = &tools.Deps{Catalog: m.Catalog, ATP: atp, Audit: m.System.MCP, Confirm: &tools.Confirmer{Secret: secret}}
 	switch {
 	case m.Planning != nil:
 		m.mcp.deps.Forecasts, m.mcp.deps.Transfers = m.Planning, m.Planning

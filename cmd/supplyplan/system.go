@@ -20,6 +20,7 @@ type System struct {
 	Alerts      *actors.Alerts
 	Transfers   *actors.Transfers
 	Imports     *actors.Imports
+	Allocation  *actors.Allocation
 	Billing     *actors.Billing
 	Signals     *actors.Signals
 	MCP         *actors.MCP
@@ -41,7 +42,10 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 	loops actors.LoopCatalogConfig) *System {
 	cfg := m.Config
 	s := &System{}
-	s.Core = actors.NewCore(actors.Config{Journal: journal, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery, Now: cfg.Clock})
+	s.Core = actors.NewCore(actors.Config{Journal: journal, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery, Now: cfg.Clock,
+		Allocation: supplyplan.AllocationSettings{HoldTTL: cfg.AllocationHoldTTL, Retention: cfg.AllocationRetention,
+			CommitOnAllocate: cfg.AllocationCommitOnAllocate, SafetyStock: supplyplan.SafetyStockPolicy{ReorderPointShare: cfg.AllocationSafetyShare},
+			TransferLeadTimeDays: cfg.TransferLeadTimeDays, TransferCostPerUnit: cfg.TransferCostPerUnit}})
 	s.Forecasts = actors.NewForecasts(s.Core, m.Demand, int64(cfg.ForecastCacheMB)<<20)
 	s.Platform = actors.NewPlatform(s.Core, s.Forecasts)
 	s.Forecasting = actors.NewForecasting(s.Core, s.Forecasts)
@@ -51,8 +55,9 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 	s.Transfers = actors.NewTransfers(s.Core, actors.TransferConfig{Expiry: cfg.RecommendationExpiry, WindowWeeks: cfg.TransferWindowWeeks,
 		LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc},
 		s.Forecasts, m.Bus)
+	s.Allocation = actors.NewAllocation(s.Core, actors.AllocationConfig{SweepEvery: cfg.AllocationSweepInterval, Now: cfg.Clock}, m.Bus)
 	s.Imports = actors.NewImports(s.Core, actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk,
-		DemandChunkSize: cfg.ImportDemandChunk, Workers: cfg.ImportWorkers}, m.Demand, s.Forecasts, m.Bus)
+		DemandChunkSize: cfg.ImportDemandChunk, Workers: cfg.ImportWorkers}, m.Demand, s.Forecasts, s.Allocation, m.Bus)
 	s.Billing = actors.NewBilling(s.Core, plans, s.Webhooks)
 	s.Signals = actors.NewSignals(s.Core, m.Demand, s.Forecasts, s.Alerts)
 	s.MCP = actors.NewMCP(s.Core, s.Webhooks)
@@ -63,8 +68,8 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 
 // Open opens the core, then the services that run in the background, in dependency order: the
 // loop catalog (publishes the built-in loops), the forecasts (change-history figures left
-// pending), deliveries and the relay, alert evaluation, the recommendation sweep, then the import
-// jobs a stop interrupted.
+// pending), deliveries and the relay, alert evaluation, the recommendation sweep, the reservation
+// sweep, then the import jobs a stop interrupted.
 func (s *System) Open(ctx context.Context) error {
 	for _, p := range []systemPart{
 		{"actors", s.Core.Open, s.Core.Close},
@@ -73,6 +78,7 @@ func (s *System) Open(ctx context.Context) error {
 		{"webhooks", s.Webhooks.Open, s.Webhooks.Close},
 		{"alerts", s.Alerts.Open, s.Alerts.Close},
 		{"transfers", s.Transfers.Open, s.Transfers.Close},
+		{"allocation", s.Allocation.Open, s.Allocation.Close},
 		{"imports", s.Imports.Open, s.Imports.Close},
 	} {
 		if err := p.open(ctx); err != nil {

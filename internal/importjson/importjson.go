@@ -208,7 +208,8 @@ func decodeRow(i int, raw json.RawMessage, v any) *supplyplan.RowError {
 	if err := json.Unmarshal(t, v); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) {
-			return &supplyplan.RowError{Row: i, Field: typ.Field, Code: supplyplan.RowInvalidType, Message: fmt.Sprintf("%s has the wrong type (%s)", typ.Field, typ.Value)}
+			field := supplyplan.JSONFieldPath(typ.Field) // without the names of embedded structs (OrderTermsRow)
+			return &supplyplan.RowError{Row: i, Field: field, Code: supplyplan.RowInvalidType, Message: fmt.Sprintf("%s has the wrong type (%s)", field, typ.Value)}
 		}
 		return &supplyplan.RowError{Row: i, Code: supplyplan.RowInvalidType, Message: jsonMessage(err)}
 	}

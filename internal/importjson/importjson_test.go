@@ -3,6 +3,7 @@ package importjson
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -122,5 +123,29 @@ func TestDecodeRowEmbeddedTerms(t *testing.T) {
 	// (supplyplan.JSONFieldPath, tested in the root package).
 	if e := decodeRow(7, json.RawMessage(`{"priority":1.5}`), &r); e == nil || supplyplan.JSONFieldPath(e.Field) != "priority" || e.Code != supplyplan.RowInvalidType {
 		t.Errorf("a fractional priority: got %+v, want a type error on priority", e)
+	}
+}
+
+// TestDecodeOrderTermsRowErrors: a field of an order's terms (embedded OrderTermsRow) with the
+// wrong type is named by its JSON path, not by the Go struct that holds it.
+func TestDecodeOrderTermsRowErrors(t *testing.T) {
+	body := `{"orders":[{"externalOrderId":"a","lines":[{"skuId":"A","quantity":1,"locationId":"DC"}]},
+		{"externalOrderId":"b","priority":1.5,"lines":[{"skuId":"A","quantity":1,"locationId":"DC"}]},
+		{"externalOrderId":"c","maxLocations":"two","lines":[{"skuId":"A","quantity":1,"locationId":"DC"}]}]}`
+	raw, err := SplitBody(supplyplan.ImportOrders, []byte(body), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DecodeRows(supplyplan.ImportOrders, raw, 0)
+	if len(d.Orders) != 1 || d.Orders[0].ExternalOrderID == nil || *d.Orders[0].ExternalOrderID != "a" {
+		t.Fatalf("decoded orders %+v", d.Orders)
+	}
+	got := map[int]string{}
+	for _, e := range d.Errors {
+		got[e.Row] = e.Field + ":" + e.Code
+	}
+	want := map[int]string{1: "priority:INVALID_TYPE", 2: "maxLocations:INVALID_TYPE"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("row errors %v, want %v", got, want)
 	}
 }

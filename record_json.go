@@ -1,0 +1,484 @@
+package supplyplan
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Hand-written JSON encodings of the record values written once per order line (orders,
+// reservations, allocations and their events): an orders import with allocation journals about a
+// kilobyte of them per line, and encoding/json's reflection over them was the largest cost of the
+// tenant's actor in that write. Each writes exactly the bytes encoding/json writes for the value
+// (record_json_test.go checks it on random values); anything they do not handle the way
+// encoding/json does (a string that needs escaping, a number that is not finite, a time outside
+// the years 0 to 9999, event data of another type) makes them report false, and EncodeRecords
+// encodes that record with encoding/json instead.
+
+// jsonAppender is a record value with a hand-written encoding: appendJSON appends the value's
+// JSON to b, or reports false when it cannot (the caller then uses encoding/json).
+type jsonAppender interface {
+	appendJSON(b []byte) ([]byte, bool)
+}
+
+// encodeRecordsFast is EncodeRecords for entries whose values have hand-written encodings; the
+// other records of the entry go through encoding/json one by one.
+func encodeRecordsFast(recs []Record) ([]byte, error) {
+	b := make([]byte, 0, encodedSizeHint(recs))
+	b = append(b, '[')
+	for i, r := range recs {
+		if cap(b)-len(b) < 4096 { // grow by doubling (append grows large slices by a quarter)
+			b = slices.Grow(b, cap(b))
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		mark := len(b)
+		if a, ok := r.Value.(jsonAppender); ok && !r.Del {
+			var fine bool
+			b = append(b, `{"k":`...)
+			if b, fine = appendJSONString(b, r.Kind); fine {
+				b = append(b, `,"i":`...)
+				if b, fine = appendJSONString(b, r.ID); fine {
+					b = append(b, `,"v":`...)
+					if b, fine = a.appendJSON(b); fine {
+						b = append(b, '}')
+						continue
+					}
+				}
+			}
+			b = b[:mark]
+		}
+		v, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']'), nil
+}
+
+// encodedSizeHint is about the size of the entry's JSON (a little more for the common values), so
+// that it is written into one buffer without growing it.
+func encodedSizeHint(recs []Record) int {
+	n := 64
+	for _, r := range recs {
+		n += 48 + len(r.Kind) + len(r.ID)
+		switch v := r.Value.(type) {
+		case *Reservation:
+			n += 320
+		case *Allocation:
+			n += 280
+			if v != nil {
+				for _, l := range v.Lines {
+					n += 200 + 110*len(l.Allocations) + 110*len(l.Backorders)
+				}
+			}
+		case *DomainEvent:
+			n += 360
+			if d, ok := v.Data.(AllocationSucceeded); ok {
+				for _, l := range d.Lines {
+					n += 120 + 110*len(l.Allocations)
+				}
+			}
+		case *Order:
+			n += 200
+			if v != nil {
+				n += 100 * len(v.Lines)
+			}
+		default:
+			n += 512
+		}
+	}
+	return n
+}
+
+// appendJSONString appends s quoted when it needs no escaping under encoding/json's rules
+// (printable ASCII without '"', '\\', '<', '>', '&'); false otherwise.
+func appendJSONString(b []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
+}
+
+// appendJSONFloat appends f as encoding/json does; false when it is not finite (an error there).
+func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // clean up e-09 to e-9, as encoding/json does
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+// appendJSONTime appends t as time.Time.MarshalJSON does; false outside the years 0 to 9999.
+func appendJSONTime(b []byte, t time.Time) ([]byte, bool) {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return b, false
+	}
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"'), true
+}
+
+// jsonWriter chains the appends of one value: the first failure sticks.
+type jsonWriter struct {
+	b  []byte
+	ok bool
+}
+
+func (w *jsonWriter) raw(s string) { w.b = append(w.b, s...) }
+
+func (w *jsonWriter) str(s string) {
+	if w.ok {
+		w.b, w.ok = appendJSONString(w.b, s)
+	}
+}
+
+func (w *jsonWriter) num(f float64) {
+	if w.ok {
+		w.b, w.ok = appendJSONFloat(w.b, f)
+	}
+}
+
+func (w *jsonWriter) int(n int64) { w.b = strconv.AppendInt(w.b, n, 10) }
+
+func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
+
+func (w *jsonWriter) time(t time.Time) {
+	if w.ok {
+		w.b, w.ok = appendJSONTime(w.b, t)
+	}
+}
+
+// timePtr writes a *time.Time that is not omitempty (null when nil).
+func (w *jsonWriter) timePtr(t *time.Time) {
+	if t == nil {
+		w.raw("null")
+		return
+	}
+	w.time(*t)
+}
+
+func (r *Reservation) appendJSON(b []byte) ([]byte, bool) {
+	if r == nil {
+		return append(b, "null"...), true
+	}
+	w := jsonWriter{b: b, ok: true}
+	w.raw(`{"id":`)
+	w.str(r.ID)
+	w.raw(`,"orderId":`)
+	w.str(r.OrderID)
+	w.raw(`,"orderVersion":`)
+	w.int(r.OrderVersion)
+	w.raw(`,"lineId":`)
+	w.str(r.LineID)
+	w.raw(`,"skuId":`)
+	w.str(r.SKU)
+	w.raw(`,"locationId":`)
+	w.str(r.LocationID)
+	w.raw(`,"quantity":`)
+	w.num(r.Quantity)
+	w.raw(`,"status":`)
+	w.str(string(r.Status))
+	if r.ExpiresAt != nil {
+		w.raw(`,"expiresAt":`)
+		w.time(*r.ExpiresAt)
+	}
+	w.raw(`,"priority":`)
+	w.int(int64(r.Priority))
+	w.raw(`,"createdAt":`)
+	w.time(r.CreatedAt)
+	w.raw(`,"updatedAt":`)
+	w.time(r.UpdatedAt)
+	if r.ReleasedAt != nil {
+		w.raw(`,"releasedAt":`)
+		w.time(*r.ReleasedAt)
+	}
+	if r.ReleaseReason != "" {
+		w.raw(`,"releaseReason":`)
+		w.str(r.ReleaseReason)
+	}
+	w.raw("}")
+	return w.b, w.ok
+}
+
+// lineAllocations writes a []LineAllocation that is not omitempty (null when nil).
+func (w *jsonWriter) lineAllocations(as []LineAllocation) {
+	if as == nil {
+		w.raw("null")
+		return
+	}
+	w.raw("[")
+	for i, a := range as {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.raw(`{"locationId":`)
+		w.str(a.LocationID)
+		w.raw(`,"quantity":`)
+		w.num(a.Quantity)
+		w.raw(`,"reservationId":`)
+		w.str(a.ReservationID)
+		w.raw("}")
+	}
+	w.raw("]")
+}
+
+func (a *Allocation) appendJSON(b []byte) ([]byte, bool) {
+	if a == nil {
+		return append(b, "null"...), true
+	}
+	w := jsonWriter{b: b, ok: true}
+	w.raw(`{"orderId":`)
+	w.str(a.OrderID)
+	w.raw(`,"orderVersion":`)
+	w.int(a.OrderVersion)
+	w.raw(`,"status":`)
+	w.str(string(a.Status))
+	if a.ReasonCode != "" {
+		w.raw(`,"reasonCode":`)
+		w.str(a.ReasonCode)
+	}
+	w.raw(`,"fill":`)
+	w.str(string(a.Fill))
+	w.raw(`,"priority":`)
+	w.int(int64(a.Priority))
+	w.raw(`,"lines":`)
+	if a.Lines == nil {
+		w.raw("null")
+	} else {
+		w.raw("[")
+		for i := range a.Lines {
+			l := &a.Lines[i]
+			if i > 0 {
+				w.raw(",")
+			}
+			w.raw(`{"lineId":`)
+			w.str(l.LineID)
+			w.raw(`,"skuId":`)
+			w.str(l.SKU)
+			w.raw(`,"quantity":`)
+			w.num(l.Quantity)
+			w.raw(`,"allocations":`)
+			w.lineAllocations(l.Allocations)
+			w.raw(`,"backorderedQuantity":`)
+			w.num(l.BackorderedQuantity)
+			if len(l.Backorders) > 0 {
+				w.raw(`,"backorders":[`)
+				for j, bo := range l.Backorders {
+					if j > 0 {
+						w.raw(",")
+					}
+					w.raw(`{"locationId":`)
+					w.str(bo.LocationID)
+					w.raw(`,"quantity":`)
+					w.num(bo.Quantity)
+					w.raw(`,"promiseDate":`)
+					w.time(bo.PromiseDate)
+					w.raw("}")
+				}
+				w.raw("]")
+			}
+			w.raw(`,"shortfall":`)
+			w.num(l.Shortfall)
+			w.raw(`,"promiseDate":`)
+			w.timePtr(l.PromiseDate)
+			w.raw("}")
+		}
+		w.raw("]")
+	}
+	if a.EarliestPromiseDate != nil {
+		w.raw(`,"earliestPromiseDate":`)
+		w.time(*a.EarliestPromiseDate)
+	}
+	w.raw(`,"notified":`)
+	w.bool(a.Notified)
+	w.raw(`,"createdAt":`)
+	w.time(a.CreatedAt)
+	w.raw(`,"updatedAt":`)
+	w.time(a.UpdatedAt)
+	w.raw("}")
+	return w.b, w.ok
+}
+
+func (o *Order) appendJSON(b []byte) ([]byte, bool) {
+	if o == nil {
+		return append(b, "null"...), true
+	}
+	w := jsonWriter{b: b, ok: true}
+	w.raw(`{"externalOrderId":`)
+	w.str(o.ExternalOrderID)
+	w.raw(`,"status":`)
+	w.str(o.Status)
+	if o.Channel != "" {
+		w.raw(`,"channel":`)
+		w.str(o.Channel)
+	}
+	if o.OrderedAt != nil {
+		w.raw(`,"orderedAt":`)
+		w.time(*o.OrderedAt)
+	}
+	// OrderTerms: every field omitempty
+	if o.Priority != 0 {
+		w.raw(`,"priority":`)
+		w.int(int64(o.Priority))
+	}
+	if o.RequestedDate != nil {
+		w.raw(`,"requestedDate":`)
+		w.time(*o.RequestedDate)
+	}
+	if o.Fill != "" {
+		w.raw(`,"fill":`)
+		w.str(string(o.Fill))
+	}
+	if o.MinQuantity != 0 {
+		w.raw(`,"minQuantity":`)
+		w.num(o.MinQuantity)
+	}
+	if o.MaxLocations != 0 {
+		w.raw(`,"maxLocations":`)
+		w.int(int64(o.MaxLocations))
+	}
+	if o.MaxLatenessDays != 0 {
+		w.raw(`,"maxLatenessDays":`)
+		w.int(int64(o.MaxLatenessDays))
+	}
+	if o.Version != 0 {
+		w.raw(`,"version":`)
+		w.int(o.Version)
+	}
+	w.raw(`,"lines":`)
+	if o.Lines == nil {
+		w.raw("null")
+	} else {
+		w.raw("[")
+		for i, l := range o.Lines {
+			if i > 0 {
+				w.raw(",")
+			}
+			w.raw("{")
+			if l.LineID != "" {
+				w.raw(`"lineId":`)
+				w.str(l.LineID)
+				w.raw(",")
+			}
+			w.raw(`"skuId":`)
+			w.str(l.SKU)
+			w.raw(`,"quantity":`)
+			w.num(l.Quantity)
+			w.raw(`,"locationId":`)
+			w.str(l.LocationID)
+			w.raw("}")
+		}
+		w.raw("]")
+	}
+	w.raw(`,"createdAt":`)
+	w.time(o.CreatedAt)
+	w.raw(`,"updatedAt":`)
+	w.time(o.UpdatedAt)
+	w.raw("}")
+	return w.b, w.ok
+}
+
+// appendJSON of an event handles the allocation events' data; any other data goes through
+// encoding/json (false).
+func (e *DomainEvent) appendJSON(b []byte) ([]byte, bool) {
+	if e == nil {
+		return append(b, "null"...), true
+	}
+	w := jsonWriter{b: b, ok: true}
+	w.raw(`{"id":`)
+	w.str(e.ID)
+	w.raw(`,"type":`)
+	w.str(e.Type)
+	w.raw(`,"organizationId":`)
+	w.str(e.OrganizationID)
+	w.raw(`,"timestamp":`)
+	w.time(e.Timestamp)
+	w.raw(`,"data":`)
+	switch d := e.Data.(type) {
+	case AllocationSucceeded:
+		w.raw(`{"orderId":`)
+		w.str(d.OrderID)
+		w.raw(`,"orderVersion":`)
+		w.int(d.OrderVersion)
+		w.raw(`,"partial":`)
+		w.bool(d.Partial)
+		w.raw(`,"lines":`)
+		if d.Lines == nil {
+			w.raw("null")
+		} else {
+			w.raw("[")
+			for i, l := range d.Lines {
+				if i > 0 {
+					w.raw(",")
+				}
+				w.raw(`{"lineId":`)
+				w.str(l.LineID)
+				w.raw(`,"allocations":`)
+				w.lineAllocations(l.Allocations)
+				w.raw(`,"backorderedQuantity":`)
+				w.num(l.BackorderedQuantity)
+				w.raw(`,"promiseDate":`)
+				w.timePtr(l.PromiseDate)
+				w.raw("}")
+			}
+			w.raw("]")
+		}
+		w.raw("}")
+	case AllocationFailed:
+		w.raw(`{"orderId":`)
+		w.str(d.OrderID)
+		w.raw(`,"orderVersion":`)
+		w.int(d.OrderVersion)
+		w.raw(`,"reasonCode":`)
+		w.str(d.ReasonCode)
+		if d.Message != "" {
+			w.raw(`,"message":`)
+			w.str(d.Message)
+		}
+		w.raw(`,"lines":`)
+		if d.Lines == nil {
+			w.raw("null")
+		} else {
+			w.raw("[")
+			for i, l := range d.Lines {
+				if i > 0 {
+					w.raw(",")
+				}
+				w.raw(`{"lineId":`)
+				w.str(l.LineID)
+				w.raw(`,"shortfall":`)
+				w.num(l.Shortfall)
+				w.raw("}")
+			}
+			w.raw("]")
+		}
+		w.raw(`,"earliestPromiseDate":`)
+		w.timePtr(d.EarliestPromiseDate)
+		w.raw("}")
+	default:
+		return b, false
+	}
+	w.raw("}")
+	return w.b, w.ok
+}
