@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -112,6 +113,7 @@ func TestEventWritesScale(t *testing.T) {
 	}
 	var next, done atomic.Int64
 	blockEnd := make([]time.Time, blocks+1)
+	blockCPU := make([]time.Duration, blocks+1) // the process's CPU time (server and clients) at each block's end
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	var reads atomic.Int64
@@ -145,6 +147,7 @@ func TestEventWritesScale(t *testing.T) {
 	}()
 	start := time.Now()
 	blockEnd[0] = start
+	blockCPU[0] = processCPU()
 	for range writers {
 		wg.Add(1)
 		go func() {
@@ -161,6 +164,7 @@ func TestEventWritesScale(t *testing.T) {
 				if n := done.Add(1); n%(events/blocks) == 0 {
 					mu.Lock()
 					blockEnd[n/(events/blocks)] = time.Now()
+					blockCPU[n/(events/blocks)] = processCPU()
 					mu.Unlock()
 				}
 			}
@@ -188,8 +192,21 @@ func TestEventWritesScale(t *testing.T) {
 	t.Logf("%d events in %s (%.0f/s) with %d forecast reads; first quarter %.0f/s, last quarter %.0f/s (%.2f); RSS %d MiB -> %d MiB (+%d MiB, %.0f bytes an event), peak %d MiB",
 		events, took.Round(time.Millisecond), float64(events)/took.Seconds(), reads.Load(), first, last, last/first,
 		rssBefore>>20, rssAfter>>20, growth>>20, float64(growth)/events, vmHWM(t)>>20)
-	if last < 0.5*first {
-		t.Errorf("the last %d writes ran at %.0f/s, the first at %.0f/s: a write costs more as events accumulate", 2*events/blocks, last, first)
+	// The verdict is on CPU time per write, which other processes on a shared machine barely
+	// change (wall-clock rates swing with them: one run under load read 569/s first and 283/s last
+	// with the CPU per write unchanged). The reads run throughout, so each block carries its share.
+	cpuPer := func(b int) time.Duration { return (blockCPU[b] - blockCPU[b-1]) / time.Duration(events/blocks) }
+	firstCPU := min(cpuPer(1), cpuPer(2))
+	lastCPU := min(cpuPer(blocks-1), cpuPer(blocks))
+	cpus := make([]string, blocks)
+	for b := range blocks {
+		cpus[b] = cpuPer(b + 1).Round(time.Microsecond).String()
+	}
+	t.Logf("CPU per write by block: %s; first quarter %s, last quarter %s (%.2f)", strings.Join(cpus, " "),
+		firstCPU.Round(time.Microsecond), lastCPU.Round(time.Microsecond), float64(lastCPU)/float64(firstCPU))
+	if lastCPU > 2*firstCPU {
+		t.Errorf("the last %d writes took %s of CPU each, the first %s: a write costs more as events accumulate (wall: %.0f/s then %.0f/s)",
+			2*events/blocks, lastCPU, firstCPU, first, last)
 	}
 	// An event, its change-history entry and its index entries take about 1.5 KB (12 KB under
 	// -race); the bound is five times that.
@@ -218,4 +235,13 @@ func TestEventWritesScale(t *testing.T) {
 	if q, b := num(w, "quantity"), num(w, "baseline"); math.IsNaN(q) || q <= b {
 		t.Errorf("week 1 of P00@L00: quantity %v, baseline %v: the promotions are not applied", q, b)
 	}
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
