@@ -167,6 +167,8 @@ type LoopCatalogState struct {
 	byName    map[string][]loopIndexEntry
 	blobBytes int
 	shapes    map[string]loopShape
+	// views caches each read loop's immutable LoopView until the loop changes.
+	views map[string]*LoopView
 }
 
 type loopIndexEntry struct {
@@ -218,6 +220,7 @@ func (s *LoopCatalogState) ensureIndex() {
 		s.index(key, v)
 	}
 	s.shapes = map[string]loopShape{}
+	s.views = map[string]*LoopView{}
 	s.blobBytes = 0
 	for _, b := range s.Blobs {
 		s.blobBytes += len(b.Data)
@@ -257,6 +260,7 @@ func (s *LoopCatalogState) ApplyLoopRecord(r Record) (bool, error) {
 	s.ensureIndex()
 	switch r.Kind {
 	case KindLoop:
+		delete(s.views, r.ID)
 		if r.Del {
 			delete(s.Packages, r.ID)
 			return true, nil
@@ -267,6 +271,9 @@ func (s *LoopCatalogState) ApplyLoopRecord(r Record) (bool, error) {
 		}
 		s.Packages[r.ID] = v
 	case KindLoopVersion:
+		if old, ok := s.Versions[r.ID]; ok {
+			delete(s.views, old.Name)
+		}
 		if r.Del {
 			if v, ok := s.Versions[r.ID]; ok {
 				delete(s.Versions, r.ID)
@@ -279,6 +286,7 @@ func (s *LoopCatalogState) ApplyLoopRecord(r Record) (bool, error) {
 			return true, fmt.Errorf("loop version record %s has value %T", r.ID, r.Value)
 		}
 		s.Versions[r.ID] = v
+		delete(s.views, v.Name)
 		s.index(r.ID, v)
 	case KindLoopBlob:
 		if old, ok := s.Blobs[r.ID]; ok {

@@ -28,15 +28,64 @@ type LoopResolution struct {
 	Tag   string `json:"tag,omitempty"`
 }
 
-// Resolve picks a version of name for spec: a dist-tag of the loop, or a node-semver range (an
-// empty spec is the latest tag, or "*" while there is none). A range chooses the highest installable (not yanked, not removed) satisfying version that is not
-// deprecated, or the highest deprecated one when nothing else satisfies it (with its message).
-// Pre-releases satisfy only as ParseSemVerRange's includePrerelease rule allows.
-func (s *LoopCatalogState) Resolve(name, spec string, includePrerelease bool) (LoopResolution, error) {
+// LoopView is one loop as it stands: its record (dist-tags) and its versions in ascending
+// precedence. It is immutable (a change of the loop makes a new one), so the catalog's actor hands
+// it out in O(1) and resolution and rendering run on the caller's goroutine.
+type LoopView struct {
+	scope   string
+	pkg     *LoopPackage
+	entries []loopViewEntry
+}
+
+type loopViewEntry struct {
+	sv SemVer
+	v  *LoopVersion
+}
+
+// View returns the view of name, built once per change of the loop. Stored packages and versions
+// are never modified in place (a change stores new values), so the view may share them.
+func (s *LoopCatalogState) View(name string) (*LoopView, error) {
 	p, err := s.pkg(name)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := s.views[name]; ok {
+		return v, nil
+	}
+	list := s.byName[name]
+	view := &LoopView{scope: s.Scope, pkg: p, entries: make([]loopViewEntry, len(list))}
+	for i, e := range list {
+		view.entries[i] = loopViewEntry{sv: e.sv, v: s.Versions[e.key]}
+	}
+	s.views[name] = view
+	return view, nil
+}
+
+// Resolve picks a version of name for spec: a dist-tag of the loop, or a node-semver range (an
+// empty spec is the latest tag, or "*" while there is none). A range chooses the highest
+// installable (not yanked, not removed) satisfying version that is not deprecated, or the highest
+// deprecated one when nothing else satisfies it (with its message). Pre-releases satisfy only as
+// ParseSemVerRange's includePrerelease rule allows.
+func (s *LoopCatalogState) Resolve(name, spec string, includePrerelease bool) (LoopResolution, error) {
+	view, err := s.View(name)
 	if err != nil {
 		return LoopResolution{}, err
 	}
+	return view.Resolve(spec, includePrerelease)
+}
+
+// version finds the stored version whose precedence is sv's (build metadata does not count).
+func (l *LoopView) version(sv SemVer) *LoopVersion {
+	i, found := slices.BinarySearchFunc(l.entries, sv, func(e loopViewEntry, t SemVer) int { return e.sv.Compare(t) })
+	if !found {
+		return nil
+	}
+	return l.entries[i].v
+}
+
+// Resolve is LoopCatalogState.Resolve on the view.
+func (l *LoopView) Resolve(spec string, includePrerelease bool) (LoopResolution, error) {
+	name, p := l.pkg.Name, l.pkg
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		spec = "*"
@@ -45,7 +94,7 @@ func (s *LoopCatalogState) Resolve(name, spec string, includePrerelease bool) (L
 		}
 	}
 	if tagged, ok := p.DistTags[spec]; ok {
-		v := s.Versions[loopVersionID(name, mustSemVer(tagged))]
+		v := l.version(mustSemVer(tagged))
 		if v == nil || !v.installable() {
 			return LoopResolution{}, &Error{Code: ENOTFOUND, Message: fmt.Sprintf("Dist-tag %s of %s points at %s, which is yanked or removed", spec, name, tagged)}
 		}
@@ -61,25 +110,25 @@ func (s *LoopCatalogState) Resolve(name, spec string, includePrerelease bool) (L
 	}
 	res := LoopResolution{Name: name, Range: r.String(), Candidates: []string{}}
 	var chosen, fallback *LoopVersion
-	list := s.byName[name]
+	list := l.entries
 	// Scan, highest first, only the versions between the range's bounds.
 	start, stop := len(list)-1, 0
 	lo, loOK, hi, hiOK := r.Bounds()
 	if hiOK {
-		i, found := slices.BinarySearchFunc(list, hi, func(e loopIndexEntry, t SemVer) int { return e.sv.Compare(t) })
+		i, found := slices.BinarySearchFunc(list, hi, func(e loopViewEntry, t SemVer) int { return e.sv.Compare(t) })
 		if !found {
 			i--
 		}
 		start = i
 	}
 	if loOK {
-		stop, _ = slices.BinarySearchFunc(list, lo, func(e loopIndexEntry, t SemVer) int { return e.sv.Compare(t) })
+		stop, _ = slices.BinarySearchFunc(list, lo, func(e loopViewEntry, t SemVer) int { return e.sv.Compare(t) })
 	}
 	for i := start; i >= stop; i-- {
 		if !r.Contains(list[i].sv) {
 			continue
 		}
-		v := s.Versions[list[i].key]
+		v := list[i].v
 		if !v.installable() {
 			continue
 		}
@@ -106,6 +155,9 @@ func (s *LoopCatalogState) Resolve(name, spec string, includePrerelease bool) (L
 	res.Version, res.Digest, res.Integrity, res.Deprecated = chosen.Version, chosen.Digest, chosen.Integrity, chosen.Deprecated
 	return res, nil
 }
+
+// DistTags returns a copy of the loop's dist-tags.
+func (l *LoopView) DistTags() map[string]string { return maps.Clone(l.pkg.DistTags) }
 
 // Version returns name@version, also a yanked one (exact fetches always work); a removed one is
 // not found.
@@ -149,16 +201,21 @@ type LoopDocument struct {
 
 // Loop returns the document of name.
 func (s *LoopCatalogState) Loop(name string) (LoopDocument, error) {
-	p, err := s.pkg(name)
+	view, err := s.View(name)
 	if err != nil {
 		return LoopDocument{}, err
 	}
-	doc := LoopDocument{Name: name, Scope: s.Scope, DistTags: maps.Clone(p.DistTags), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
-	list := s.byName[name]
-	for i := len(list) - 1; i >= 0; i-- {
-		doc.Versions = append(doc.Versions, *cloneVersion(s.Versions[list[i].key]))
+	return view.Document(), nil
+}
+
+// Document is the loop's document (versions newest first).
+func (l *LoopView) Document() LoopDocument {
+	p := l.pkg
+	doc := LoopDocument{Name: p.Name, Scope: l.scope, DistTags: maps.Clone(p.DistTags), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	for i := len(l.entries) - 1; i >= 0; i-- {
+		doc.Versions = append(doc.Versions, *cloneVersion(l.entries[i].v))
 	}
-	return doc, nil
+	return doc
 }
 
 // LoopAudit returns a loop's audit entries, newest first.

@@ -952,3 +952,42 @@ func TestLoopPublishPreparedKeepsTheCheckOrder(t *testing.T) {
 		t.Fatalf("prepared version = %+v, %v", v, err)
 	}
 }
+
+// A view handed out of the actor is a snapshot: later changes make a new one and leave it as it was.
+func TestLoopViewIsASnapshot(t *testing.T) {
+	f := newCatalogFixture(t, "acme")
+	name := "acme/restock"
+	f.mustPublish(name, "1.0.0", nil)
+	before, err := f.s.View(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := f.s.View(name); again != before {
+		t.Fatal("an unchanged loop's view is built again")
+	}
+	f.mustPublish(name, "1.1.0", nil)
+	_, recs, err := f.s.Yank(name, "1.0.0", "bad", "a", f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(recs)
+	if r, err := before.Resolve("^1", false); err != nil || r.Version != "1.0.0" || len(r.Candidates) != 1 {
+		t.Fatalf("the old view after changes: %+v, %v", r, err)
+	}
+	if doc := before.Document(); len(doc.Versions) != 1 || doc.Versions[0].Yanked || doc.DistTags[LatestTag] != "1.0.0" {
+		t.Fatalf("the old view's document changed: %+v", doc)
+	}
+	after, err := f.s.View(name)
+	if err != nil || after == before {
+		t.Fatalf("no new view after a change: %v", err)
+	}
+	if r, err := after.Resolve("^1", false); err != nil || r.Version != "1.1.0" || len(r.Candidates) != 1 {
+		t.Fatalf("the new view: %+v, %v", r, err)
+	}
+	if tags := after.DistTags(); tags[LatestTag] != "1.1.0" {
+		t.Fatalf("dist-tags = %v", tags)
+	}
+	if _, err := f.s.View("beta/restock"); ErrorCode(err) != ENOTFOUND {
+		t.Fatalf("another scope's view: %v", err)
+	}
+}

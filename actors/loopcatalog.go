@@ -220,9 +220,20 @@ func (s *LoopCatalog) ListLoops(ctx context.Context, c supplyplan.LoopCaller, f 
 	return supplyplan.PageLoopSummaries(f, lists...), nil
 }
 
+// view returns the immutable view of name from its scope's actor (O(1) there once built); what
+// is computed from it runs on the caller's goroutine, so reads of one scope do not queue behind
+// each other's work.
+func (s *LoopCatalog) view(ctx context.Context, c supplyplan.LoopCaller, name string) (*supplyplan.LoopView, error) {
+	return loopRead(ctx, s, c, name, func(st *supplyplan.LoopCatalogState) (*supplyplan.LoopView, error) { return st.View(name) })
+}
+
 // GetLoop returns a loop with its versions and dist-tags.
 func (s *LoopCatalog) GetLoop(ctx context.Context, c supplyplan.LoopCaller, name string) (supplyplan.LoopDocument, error) {
-	return loopRead(ctx, s, c, name, func(st *supplyplan.LoopCatalogState) (supplyplan.LoopDocument, error) { return st.Loop(name) })
+	v, err := s.view(ctx, c, name)
+	if err != nil {
+		return supplyplan.LoopDocument{}, err
+	}
+	return v.Document(), nil
 }
 
 // GetLoopVersion returns one version (a yanked one too).
@@ -234,9 +245,11 @@ func (s *LoopCatalog) GetLoopVersion(ctx context.Context, c supplyplan.LoopCalle
 
 // ResolveLoop resolves a dist-tag or range.
 func (s *LoopCatalog) ResolveLoop(ctx context.Context, c supplyplan.LoopCaller, name, spec string, includePrerelease bool) (supplyplan.LoopResolution, error) {
-	return loopRead(ctx, s, c, name, func(st *supplyplan.LoopCatalogState) (supplyplan.LoopResolution, error) {
-		return st.Resolve(name, spec, includePrerelease)
-	})
+	v, err := s.view(ctx, c, name)
+	if err != nil {
+		return supplyplan.LoopResolution{}, err
+	}
+	return v.Resolve(spec, includePrerelease)
 }
 
 // LoopBlob finds digest in the caller's scopes. The bytes are shared with the state, which never
@@ -262,10 +275,11 @@ func (s *LoopCatalog) LoopBlob(ctx context.Context, c supplyplan.LoopCaller, dig
 
 // DistTags returns a loop's dist-tags.
 func (s *LoopCatalog) DistTags(ctx context.Context, c supplyplan.LoopCaller, name string) (map[string]string, error) {
-	return loopRead(ctx, s, c, name, func(st *supplyplan.LoopCatalogState) (map[string]string, error) {
-		doc, err := st.Loop(name)
-		return doc.DistTags, err
-	})
+	v, err := s.view(ctx, c, name)
+	if err != nil {
+		return nil, err
+	}
+	return v.DistTags(), nil
 }
 
 // SetDistTag points tag at version.
