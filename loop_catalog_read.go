@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -37,9 +38,13 @@ type LoopView struct {
 	entries []loopViewEntry
 }
 
+// loopViewEntry is a version in a view, with what resolution tests of it (copied so that the scan
+// reads one slice rather than every version's record).
 type loopViewEntry struct {
-	sv SemVer
-	v  *LoopVersion
+	sv          SemVer
+	v           *LoopVersion
+	installable bool
+	deprecated  bool
 }
 
 // View returns the view of name, built once per change of the loop. Stored packages and versions
@@ -55,7 +60,8 @@ func (s *LoopCatalogState) View(name string) (*LoopView, error) {
 	list := s.byName[name]
 	view := &LoopView{scope: s.Scope, pkg: p, entries: make([]loopViewEntry, len(list))}
 	for i, e := range list {
-		view.entries[i] = loopViewEntry{sv: e.sv, v: s.Versions[e.key]}
+		v := s.Versions[e.key]
+		view.entries[i] = loopViewEntry{sv: e.sv, v: v, installable: v.installable(), deprecated: v.Deprecated != nil}
 	}
 	s.views[name] = view
 	return view, nil
@@ -104,11 +110,11 @@ func (l *LoopView) Resolve(spec string, includePrerelease bool) (LoopResolution,
 	if ValidateLoopTag(spec) == nil {
 		return LoopResolution{}, &Error{Code: ENOTFOUND, Message: fmt.Sprintf("%s has no dist-tag %s", name, spec)}
 	}
-	r, err := ParseSemVerRange(spec, includePrerelease)
+	r, err := parseRangeCached(spec, includePrerelease)
 	if err != nil {
 		return LoopResolution{}, Invalid("range", "is neither a dist-tag of %s nor a valid semver range: %v", name, err)
 	}
-	res := LoopResolution{Name: name, Range: r.String(), Candidates: []string{}}
+	res := LoopResolution{Name: name, Range: r.String()}
 	var chosen, fallback *LoopVersion
 	list := l.entries
 	// Scan, highest first, only the versions between the range's bounds.
@@ -124,21 +130,20 @@ func (l *LoopView) Resolve(spec string, includePrerelease bool) (LoopResolution,
 	if loOK {
 		stop, _ = slices.BinarySearchFunc(list, lo, func(e loopViewEntry, t SemVer) int { return e.sv.Compare(t) })
 	}
+	res.Candidates = make([]string, 0, min(max(start-stop+1, 0), MaxLoopCandidates))
 	for i := start; i >= stop; i-- {
-		if !r.Contains(list[i].sv) {
+		e := &list[i]
+		if !e.installable || !r.Contains(e.sv) {
 			continue
 		}
-		v := list[i].v
-		if !v.installable() {
-			continue
-		}
+		v := e.v
 		if len(res.Candidates) < MaxLoopCandidates {
 			res.Candidates = append(res.Candidates, v.Version)
 		}
 		if fallback == nil {
 			fallback = v
 		}
-		if chosen == nil && v.Deprecated == nil {
+		if chosen == nil && !e.deprecated {
 			chosen = v
 		}
 		if chosen != nil && len(res.Candidates) >= MaxLoopCandidates {
@@ -154,6 +159,42 @@ func (l *LoopView) Resolve(spec string, includePrerelease bool) (LoopResolution,
 	}
 	res.Version, res.Digest, res.Integrity, res.Deprecated = chosen.Version, chosen.Digest, chosen.Integrity, chosen.Deprecated
 	return res, nil
+}
+
+// loopRanges memoizes parsed ranges: resolution parses the same few ranges over and over, and
+// a parsed SemVerRange is never modified. Bounded: emptied when it reaches maxLoopRanges.
+var loopRanges struct {
+	sync.Mutex
+	m map[loopRangeKey]SemVerRange
+}
+
+type loopRangeKey struct {
+	spec string
+	pre  bool
+}
+
+const maxLoopRanges = 1024
+
+// parseRangeCached is ParseSemVerRange through loopRanges.
+func parseRangeCached(spec string, includePrerelease bool) (SemVerRange, error) {
+	k := loopRangeKey{spec, includePrerelease}
+	loopRanges.Lock()
+	r, ok := loopRanges.m[k]
+	loopRanges.Unlock()
+	if ok {
+		return r, nil
+	}
+	r, err := ParseSemVerRange(spec, includePrerelease)
+	if err != nil {
+		return r, err
+	}
+	loopRanges.Lock()
+	if loopRanges.m == nil || len(loopRanges.m) >= maxLoopRanges {
+		loopRanges.m = make(map[loopRangeKey]SemVerRange, 64)
+	}
+	loopRanges.m[k] = r
+	loopRanges.Unlock()
+	return r, nil
 }
 
 // DistTags returns a copy of the loop's dist-tags.

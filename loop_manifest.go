@@ -56,8 +56,6 @@ const (
 )
 
 var (
-	loopScopeRe      = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
-	loopShortNameRe  = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9.-]{0,62}[a-z0-9])?$`)
 	loopIdentifierRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 	loopKeywordRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,49}$`)
 )
@@ -71,12 +69,31 @@ func ParseLoopName(full string) (scope, name string, err error) {
 	switch {
 	case !ok:
 		return "", "", fmt.Errorf("must be scope/name (e.g. acme/restock)")
-	case !loopScopeRe.MatchString(scope):
+	case !loopNamePart(scope, MaxLoopScopeLength, false):
 		return "", "", fmt.Errorf("scope %q must be 1 to %d lowercase letters, digits or hyphens, not starting or ending with a hyphen", scope, MaxLoopScopeLength)
-	case !loopShortNameRe.MatchString(name) || strings.Contains(name, ".."):
+	case !loopNamePart(name, MaxLoopShortNameLength, true) || strings.Contains(name, ".."):
 		return "", "", fmt.Errorf("name %q must be 1 to %d lowercase letters, digits, hyphens or dots, starting and ending with a letter or digit, without \"..\"", name, MaxLoopShortNameLength)
 	}
 	return scope, name, nil
+}
+
+// loopNamePart checks a scope (or, with dots, a short name): 1 to max lowercase letters, digits,
+// hyphens (and dots), starting and ending with a letter or digit. A byte loop rather than a
+// regular expression: every catalog request checks a name, twice.
+func loopNamePart(s string, max int, dots bool) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+		case (c == '-' || dots && c == '.') && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // LoopManifest is a validated manifest.

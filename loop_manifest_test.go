@@ -2,6 +2,7 @@ package supplyplan
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -209,6 +210,36 @@ func TestParseLoopName(t *testing.T) {
 		"-acme/x", "acme./x", "acme/x..y", "acme/x_y", "acme/" + strings.Repeat("a", 65), strings.Repeat("a", 64) + "/x"} {
 		if _, _, err := ParseLoopName(in); err == nil {
 			t.Errorf("ParseLoopName(%q) should fail", in)
+		}
+	}
+}
+
+// loopNamePart is the byte-loop form of the documented patterns; it must agree with them.
+func TestLoopNamePartMatchesItsPatterns(t *testing.T) {
+	scopeRe := regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+	nameRe := regexp.MustCompile(`^[a-z0-9](?:[a-z0-9.-]{0,62}[a-z0-9])?$`)
+	alphabet := []byte("az09-._A/ ")
+	var inputs []string
+	var gen func(prefix []byte, n int)
+	gen = func(prefix []byte, n int) {
+		inputs = append(inputs, string(prefix))
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			gen(append(prefix[:len(prefix):len(prefix)], c), n-1)
+		}
+	}
+	gen(nil, 4)
+	for _, n := range []int{62, 63, 64, 65} {
+		inputs = append(inputs, strings.Repeat("a", n), "a"+strings.Repeat("-", n-2)+"a", "a"+strings.Repeat(".", n-2)+"a")
+	}
+	for _, in := range inputs {
+		if got, want := loopNamePart(in, MaxLoopScopeLength, false), scopeRe.MatchString(in); got != want {
+			t.Errorf("scope %q: %v, pattern says %v", in, got, want)
+		}
+		if got, want := loopNamePart(in, MaxLoopShortNameLength, true), nameRe.MatchString(in); got != want {
+			t.Errorf("name %q: %v, pattern says %v", in, got, want)
 		}
 	}
 }
