@@ -264,8 +264,8 @@ func (s *service) died() string {
 	default:
 		return ""
 	}
-	if s.stopping.Load() && !s.early.Load() && (s.exitErr == nil || s.killed.Load()) {
-		return ""
+	if s.stopping.Load() && !s.early.Load() && (s.exitErr == nil || s.killed.Load() || interrupted(s.exitErr)) {
+		return "" // it ended because Stop asked it to (a baseline server has no SIGINT handler)
 	}
 	status := "exited with status 0 on its own"
 	if s.exitErr != nil {
@@ -279,6 +279,16 @@ func (s *service) died() string {
 	}
 	return fmt.Sprintf("the service under test (%s, pid %d) died during the benchmark: %s; peak RSS %d MiB; its last log lines:\n```\n%s```",
 		s.Name, s.cmd.Process.Pid, status, s.peakKB.Load()/1024, s.tail.String())
+}
+
+// interrupted reports whether a process ended on the SIGINT that Stop sends.
+func interrupted(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGINT
 }
 
 // deaths reports every service of the running section that died on its own.
@@ -524,15 +534,20 @@ func load(args []string) {
 	fmt.Println(r.row(*method+" "+*url), err)
 }
 
-// profile fetches a 2-second CPU profile of the service under test into /tmp/<name>.prof when
-// BENCH_PROFILE names its debug address (run the service with --debug-addr through -service-args).
+// profile fetches a CPU profile of the service under test into /tmp/<name>.prof when BENCH_PROFILE
+// names its debug address (run the service with --debug-addr through -service-args), over
+// BENCH_PROFILE_SECONDS (default 2).
 func profile(name string) {
 	addr := os.Getenv("BENCH_PROFILE")
 	if addr == "" {
 		return
 	}
+	secs := os.Getenv("BENCH_PROFILE_SECONDS")
+	if secs == "" {
+		secs = "2"
+	}
 	go func() {
-		st, b, err := call("GET", "http://"+addr+"/debug/pprof/profile?seconds=2", nil, nil)
+		st, b, err := call("GET", "http://"+addr+"/debug/pprof/profile?seconds="+secs, nil, nil)
 		if err == nil && st == 200 {
 			_ = os.WriteFile("/tmp/"+name+".prof", b, 0o644)
 		}
