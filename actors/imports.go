@@ -157,6 +157,13 @@ func (m *importManager) startNextLocked(orgID string) {
 	}
 }
 
+// busy reports whether the tenant has import jobs queued or running.
+func (m *importManager) busy(orgID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.queues[orgID]) > 0 || len(m.running[orgID]) > 0
+}
+
 func (m *importManager) finished(orgID string, rj *runningJob) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
