@@ -203,8 +203,9 @@ func (c *Core) tenant(orgID string) (*actor.PID, error) {
 	pid := c.engine.Spawn(func() actor.Receiver {
 		return &durable[*supplyplan.TenantState]{
 			stream: tenantStream(orgID), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
-			newState:   func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
-			afterApply: func(st *supplyplan.TenantState) { c.reportQuarantined(orgID, st.TakeQuarantined()) },
+			viewSnapshots: true, // TenantState's map values are replaced, never changed in place
+			newState:      func() *supplyplan.TenantState { return supplyplan.NewTenantState(orgID) },
+			afterApply:    func(st *supplyplan.TenantState) { c.reportQuarantined(orgID, st.TakeQuarantined()) },
 		}
 	}, "tenant", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))
 	c.tenants.Store(orgID, pid)

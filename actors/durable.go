@@ -61,7 +61,10 @@ type loadedMsg[S State] struct {
 }
 
 type reloadMsg struct{}
-type snapshotDoneMsg struct{ err error }
+type snapshotDoneMsg struct {
+	err  error
+	size int // bytes of the snapshot, when it was encoded off the actor (0: already counted)
+}
 
 // drainMsg is answered once everything before it is applied and durable, after a final snapshot.
 type drainMsg struct{ done chan struct{} }
@@ -73,6 +76,10 @@ type durable[S State] struct {
 	newState  func() S
 	log       *slog.Logger
 	snapEvery int
+	// viewSnapshots encodes snapshots on another goroutine from a copy of the state's maps
+	// (snapshotView) instead of in the actor: for a state whose map values are never changed in
+	// place. The actor then stops only to copy the maps, not to encode the whole state.
+	viewSnapshots bool
 	// afterApply runs in the actor after state changed (live and after a load).
 	afterApply func(S)
 	// now is the clock of idempotency keys (nil: time.Now).
@@ -157,6 +164,9 @@ func (d *durable[S]) Receive(c *actor.Context) {
 		d.startLoad()
 	case snapshotDoneMsg:
 		d.snapping = false
+		if m.size > 0 {
+			d.lastSnap = m.size
+		}
 		if m.err != nil {
 			d.log.Error("snapshot failed", "stream", d.stream, "err", m.err)
 		}
@@ -367,15 +377,40 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 	})
 	d.sinceSnap++
 	d.bytesSince += len(payload)
-	// A snapshot encodes the whole state: waiting until the journal since the last one holds half
-	// its size keeps its cost per write constant however large the state grows.
-	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && d.bytesSince >= d.lastSnap/2 && !d.snapping {
+	// A snapshot encodes the whole state: waiting until the journal since the last one holds as
+	// many bytes as it did keeps its cost per write constant (at most one byte of snapshot per
+	// byte journaled) however large the state grows, and bounds replay to one snapshot's worth.
+	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && d.bytesSince >= d.lastSnap && !d.snapping {
 		d.snapshot(false)
 	}
 }
 
-// snapshot captures the state now and saves it on another goroutine (or inline when sync).
+// snapshot captures the state now and saves it on another goroutine (or inline when sync). With
+// viewSnapshots the encoding runs on that goroutine too, from a copy of the state's maps.
 func (d *durable[S]) snapshot(sync bool) {
+	if d.viewSnapshots && !sync {
+		if view, ok := snapshotView(d.state); ok {
+			d.idem.prune(d.clock())
+			entries := d.idem.entries()
+			seq := d.seq
+			d.sinceSnap, d.bytesSince = 0, 0
+			d.snapping = true
+			engine, pid, stream, j := d.engine, d.pid, d.stream, d.journal
+			go func() {
+				data, err := json.Marshal(view)
+				if err == nil {
+					data, err = withIdempotency(data, entries)
+				}
+				size := 0
+				if err == nil {
+					size = max(len(data), 1)
+					err = j.SaveSnapshot(stream, seq, data)
+				}
+				engine.Send(pid, snapshotDoneMsg{err: err, size: size})
+			}()
+			return
+		}
+	}
 	data, err := json.Marshal(d.state)
 	if err == nil {
 		d.idem.prune(d.clock())
