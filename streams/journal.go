@@ -38,9 +38,9 @@ type JournalConfig struct {
 	QueueLen int
 	// CommitWait bounds how long a commit waits for the writers of the previous one to come back
 	// with their next write (default 2 ms; never longer than the previous commit took; negative:
-	// never wait). See commitLoop.
+	// never wait). See gather.
 	CommitWait time.Duration
-	Logger   *slog.Logger
+	Logger     *slog.Logger
 }
 
 // Journal is a set of append-only per-stream logs with snapshots. Appends from every stream are
