@@ -392,14 +392,16 @@ func (d *durable[S]) snapshot(sync bool) {
 		if view, ok := snapshotView(d.state); ok {
 			d.idem.prune(d.clock())
 			entries := d.idem.entries()
-			seq := d.seq
+			seq, hint := d.seq, d.lastSnap+d.bytesSince // the last snapshot and what was journaled since
 			d.sinceSnap, d.bytesSince = 0, 0
 			d.snapping = true
 			engine, pid, stream, j := d.engine, d.pid, d.stream, d.journal
 			go func() {
-				data, err := json.Marshal(view)
-				if err == nil {
-					data, err = withIdempotency(data, entries)
+				data, ok, err := encodeSnapshot(view, entries, hint)
+				if !ok {
+					if data, err = json.Marshal(view); err == nil {
+						data, err = withIdempotency(data, entries)
+					}
 				}
 				size := 0
 				if err == nil {

@@ -59,6 +59,47 @@ func TestSnapshotViewOfTenantState(t *testing.T) {
 	if changed, _ := json.Marshal(st); string(changed) == string(live) {
 		t.Fatal("the state did not change (the test is void)")
 	}
+
+	// The snapshot encoder writes what json.Marshal and withIdempotency write, up to the order of
+	// map members: both decode to the same state and keys.
+	entries := []*supplyplan.IdempotencyEntry{{Scope: "org_1", Key: "k1", Fingerprint: "f", At: now}}
+	fast, ok, err := encodeSnapshot(view, entries, 0)
+	if !ok || err != nil {
+		t.Fatalf("encodeSnapshot: %v, %v", ok, err)
+	}
+	slow, err := withIdempotency(live, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(data []byte) string {
+		t.Helper()
+		keys, err := snapshotIdempotency(data)
+		if err != nil || len(keys) != 1 || keys[0].Key != "k1" {
+			t.Fatalf("idempotency keys %v, %v in %.80s", keys, err, data)
+		}
+		back := supplyplan.NewTenantState("")
+		if err := json.Unmarshal(data, back); err != nil {
+			t.Fatalf("decode %.80s: %v", data, err)
+		}
+		b, _ := json.Marshal(back)
+		return string(b)
+	}
+	if a, b := decode(fast), decode(slow); a != b || a != string(live) {
+		t.Fatalf("the snapshot decodes to\n%s\nwant\n%s", a, b)
+	}
+	if none, _, _ := encodeSnapshot(view, nil, 0); decode2(t, none) != string(live) {
+		t.Fatal("a snapshot without idempotency keys decodes differently")
+	}
+}
+
+func decode2(t *testing.T, data []byte) string {
+	t.Helper()
+	back := supplyplan.NewTenantState("")
+	if err := json.Unmarshal(data, back); err != nil {
+		t.Fatalf("decode %.80s: %v", data, err)
+	}
+	b, _ := json.Marshal(back)
+	return string(b)
 }
 
 // A state with anything but maps of shared values, strings, numbers and structs of those has no
