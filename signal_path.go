@@ -27,18 +27,29 @@ import "fmt"
 // other signal is set in out (len(signals)): SignalRejected with RejectUnknownProduct or
 // RejectUnknownLocation. signals passed NormalizeSignal.
 func (s *TenantState) ResolveSignals(signals []DemandSignal, out []SignalOutcome) (valid []DemandSignal, slot []int) {
-	for i, sg := range signals {
-		p, ok := s.ProductBySKU(sg.SKU)
-		if !ok {
-			out[i] = Rejected(RejectUnknownProduct, fmt.Sprintf("unknown product %q", sg.SKU))
-			continue
+	valid, slot = make([]DemandSignal, 0, len(signals)), make([]int, 0, len(signals))
+	// A batch repeats a few products and locations: the last lookup of each is kept.
+	var lastSKU, lastID, lastLoc string
+	skuOK, locOK := false, false
+	for i := range signals {
+		sg := &signals[i]
+		if !skuOK || sg.SKU != lastSKU {
+			p, ok := s.ProductBySKU(sg.SKU)
+			if !ok {
+				out[i] = Rejected(RejectUnknownProduct, fmt.Sprintf("unknown product %q", sg.SKU))
+				continue
+			}
+			lastSKU, lastID, skuOK = sg.SKU, p.ID, true
 		}
-		if _, ok := s.Locations[sg.Location]; !ok {
-			out[i] = Rejected(RejectUnknownLocation, fmt.Sprintf("unknown location %q", sg.Location))
-			continue
+		if !locOK || sg.Location != lastLoc {
+			if _, ok := s.Locations[sg.Location]; !ok {
+				out[i] = Rejected(RejectUnknownLocation, fmt.Sprintf("unknown location %q", sg.Location))
+				continue
+			}
+			lastLoc, locOK = sg.Location, true
 		}
-		sg.SKU = p.ID
-		valid = append(valid, sg)
+		valid = append(valid, *sg)
+		valid[len(valid)-1].SKU = lastID
 		slot = append(slot, i)
 	}
 	return valid, slot
