@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,6 +86,9 @@ type durable[S State] struct {
 	// now is the clock of idempotency keys (nil: time.Now).
 	now func() time.Time
 
+	// mu guards state, seq and loaded against readers outside the actor (read): the actor changes
+	// them under the write lock; it reads them without it (it is their only writer).
+	mu         sync.RWMutex
 	state      S
 	idem       *idemTable // the Idempotency-Keys whose marker is in this stream
 	loaded     bool
@@ -180,7 +184,9 @@ func (d *durable[S]) unavailable() error {
 
 // startLoad rebuilds the state from the journal on another goroutine.
 func (d *durable[S]) startLoad() {
+	d.mu.Lock()
 	d.loaded = false
+	d.mu.Unlock()
 	engine, pid := d.engine, d.pid
 	go func() {
 		st, idem, seq, err := d.load()
@@ -253,11 +259,13 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 		d.stash = nil
 		return
 	}
+	d.mu.Lock()
 	d.state, d.idem, d.seq, d.loaded, d.loadErr = m.state, m.idem, m.seq, true, nil
 	d.durableSeq.Store(m.seq)
 	if d.afterApply != nil {
 		d.afterApply(d.state)
 	}
+	d.mu.Unlock()
 	stash := d.stash
 	d.stash = nil
 	for _, s := range stash {
@@ -344,6 +352,44 @@ func (d *durable[S]) apply(r supplyplan.Record) error {
 	return d.state.Apply(r)
 }
 
+// applyAll applies recs and counts the entry under the write lock (readers see all of it or none).
+// A record that fails leaves the state marked not loaded until the reload that follows.
+func (d *durable[S]) applyAll(recs []supplyplan.Record) (err error) {
+	d.mu.Lock()
+	applied := false
+	defer func() {
+		if !applied { // an error or a panic: no reader sees the half-applied state
+			d.loaded = false
+		}
+		d.mu.Unlock()
+	}()
+	for _, r := range recs {
+		if err := d.apply(r); err != nil {
+			return fmt.Errorf("apply %s record: %w", r.Kind, err)
+		}
+	}
+	if d.afterApply != nil {
+		d.afterApply(d.state)
+	}
+	d.seq++
+	applied = true
+	return nil
+}
+
+// read runs fn against the state on the caller's goroutine, under the read lock, when the state is
+// loaded and every write applied to it is durable, and reports whether it did; otherwise (loading,
+// or a write still waiting for its fsync: a read must not see it) the caller asks the actor. fn
+// must not change the state nor keep references into its maps.
+func (d *durable[S]) read(fn func(S)) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if !d.loaded || d.durableSeq.Load() < d.seq {
+		return false
+	}
+	fn(d.state)
+	return true
+}
+
 // commit applies recs, journals them as one entry and calls done once the entry is durable (nil)
 // or failed. done runs on the journal's goroutine: it must only send.
 func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
@@ -352,18 +398,12 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 		done(fmt.Errorf("encode records: %w", err))
 		return
 	}
-	for _, r := range recs {
-		if err := d.apply(r); err != nil {
-			// A half-applied write: rebuild from the journal, which does not have it.
-			done(fmt.Errorf("apply %s record: %w", r.Kind, err))
-			d.startLoad()
-			return
-		}
+	if err := d.applyAll(recs); err != nil {
+		// A half-applied write: rebuild from the journal, which does not have it.
+		done(err)
+		d.startLoad()
+		return
 	}
-	if d.afterApply != nil {
-		d.afterApply(d.state)
-	}
-	d.seq++
 	seq := d.seq
 	stream, engine, pid := d.stream, d.engine, d.pid
 	d.journal.Append(stream, seq, payload, func(jerr error) {

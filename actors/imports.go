@@ -719,9 +719,9 @@ func (s *Imports) DryRunImport(ctx context.Context, p supplyplan.Principal, kind
 
 // GetImportJob returns a job of the principal's organization.
 func (s *Imports) GetImportJob(ctx context.Context, p supplyplan.Principal, jobID string) (supplyplan.ImportJob, error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, error) {
 		j, err := st.GetImportJob(jobID)
-		return j, nil, err
+		return j, err
 	})
 }
 
@@ -735,12 +735,12 @@ func writeFileSync(path string, data []byte) error {
 
 // ListImportJobs lists the organization's jobs, newest first.
 func (s *Imports) ListImportJobs(ctx context.Context, p supplyplan.Principal) ([]supplyplan.ImportJob, error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ImportJob, []supplyplan.Record, error) {
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ImportJob, error) {
 		out := make([]supplyplan.ImportJob, 0, len(st.ImportJobs))
 		for _, j := range st.ImportJobs {
 			out = append(out, *j)
 		}
 		slices.SortFunc(out, func(a, b supplyplan.ImportJob) int { return b.CreatedAt.Compare(a.CreatedAt) })
-		return out, nil, nil
+		return out, nil
 	})
 }
