@@ -9,10 +9,10 @@ import "fmt"
 //     handler runs the same function first to word its REJECTED outcomes). What fails is rejected
 //     there (dead-letter topic, or a REJECTED outcome); nothing after it validates a signal again.
 //  2. Grouped by organization (streams), one SignalSink call per organization.
-//  3. Resolved by the tenant's actor (actors.Signals, TenantState.ResolveSignals): a read of the
-//     catalog that turns each signal's product reference into the product id, or rejects it
-//     (unknown product or location). The actor does not order signal writes: a signal is not
-//     part of the tenant's journaled state.
+//  3. Resolved against the tenant's state (actors.Signals, TenantState.ResolveSignals): a read of
+//     the catalog (outside the tenant's actor when none of its writes is pending) that turns each
+//     signal's product reference into the product id, or rejects it (unknown product or location).
+//     The actor does not order signal writes: a signal is not part of the tenant's journaled state.
 //  4. Written by the demand store (DemandStore.AddSignals), which owns the order of demand-history
 //     writes and their deduplication by signal id: the embedded store in its group-committing
 //     writer, the ClickHouse store under a lock per organization. It answers once they are

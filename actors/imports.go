@@ -439,8 +439,8 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 		m.core.log.Debug("import chunk", "job", jobID, "rows", end-start, "resolve", tResolved.Sub(t0),
 			"waitTurn", tTurn.Sub(tResolved), "write", tWritten.Sub(tTurn), "progress", time.Since(tWritten))
 	}()
-	res, err := tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, []supplyplan.Record, error) {
-		return st.ApplyImport(d, now), nil, nil
+	res, err := tenantRead(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, error) {
+		return st.ApplyImport(d, now), nil
 	})
 	if err != nil {
 		return supplyplan.ImportJob{}, &jobError{stage: "checking rows " + rowRange(start, end), err: err, start: start, end: end}
