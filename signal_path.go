@@ -10,10 +10,10 @@ import "fmt"
 //     rows into signals. What fails is rejected there (dead-letter topic, or a REJECTED outcome
 //     with reason INVALID_SIGNAL naming the fields); nothing after it validates a signal again.
 //  2. Grouped by organization (streams), one SignalSink call per organization.
-//  3. Resolved by the tenant's actor (actors.Signals, TenantState.ResolveSignals): a read of the
-//     catalog that turns each signal's product reference into the product id, or rejects it
-//     (unknown product or location). The actor does not order signal writes: a signal is not
-//     part of the tenant's journaled state.
+//  3. Resolved against the tenant's state (actors.Signals, TenantState.ResolveSignals): a read of
+//     the catalog (outside the tenant's actor when none of its writes is pending) that turns each
+//     signal's product reference into the product id, or rejects it (unknown product or location).
+//     The actor does not order signal writes: a signal is not part of the tenant's journaled state.
 //  4. Written by the demand store (DemandStore.AddSignals), which owns the order of demand-history
 //     writes and their deduplication by signal id: the embedded store in its group-committing
 //     writer, the ClickHouse store under a lock per organization. It answers once they are
@@ -29,18 +29,29 @@ import "fmt"
 // other signal is set in out (len(signals)): SignalRejected with RejectUnknownProduct or
 // RejectUnknownLocation. signals passed NormalizeSignal.
 func (s *TenantState) ResolveSignals(signals []DemandSignal, out []SignalOutcome) (valid []DemandSignal, slot []int) {
-	for i, sg := range signals {
-		p, ok := s.ProductBySKU(sg.SKU)
-		if !ok {
-			out[i] = Rejected(RejectUnknownProduct, fmt.Sprintf("unknown product %q", sg.SKU))
-			continue
+	valid, slot = make([]DemandSignal, 0, len(signals)), make([]int, 0, len(signals))
+	// A batch repeats a few products and locations: the last lookup of each is kept.
+	var lastSKU, lastID, lastLoc string
+	skuOK, locOK := false, false
+	for i := range signals {
+		sg := &signals[i]
+		if !skuOK || sg.SKU != lastSKU {
+			p, ok := s.ProductBySKU(sg.SKU)
+			if !ok {
+				out[i] = Rejected(RejectUnknownProduct, fmt.Sprintf("unknown product %q", sg.SKU))
+				continue
+			}
+			lastSKU, lastID, skuOK = sg.SKU, p.ID, true
 		}
-		if _, ok := s.Locations[sg.Location]; !ok {
-			out[i] = Rejected(RejectUnknownLocation, fmt.Sprintf("unknown location %q", sg.Location))
-			continue
+		if !locOK || sg.Location != lastLoc {
+			if _, ok := s.Locations[sg.Location]; !ok {
+				out[i] = Rejected(RejectUnknownLocation, fmt.Sprintf("unknown location %q", sg.Location))
+				continue
+			}
+			lastLoc, locOK = sg.Location, true
 		}
-		sg.SKU = p.ID
-		valid = append(valid, sg)
+		valid = append(valid, *sg)
+		valid[len(valid)-1].SKU = lastID
 		slot = append(slot, i)
 	}
 	return valid, slot

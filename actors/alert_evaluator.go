@@ -23,6 +23,9 @@ type alertEvaluator struct {
 	timers  map[string]*time.Timer
 	running map[string]bool
 	again   map[string]bool
+	waiting map[string]time.Time // org -> when its evaluation first waited for its import jobs
+	// waitMax bounds how long an evaluation waits for a tenant's import jobs (importWaitMax).
+	waitMax time.Duration
 	closed  bool
 	sem     chan struct{}
 	wg      sync.WaitGroup
@@ -31,7 +34,7 @@ type alertEvaluator struct {
 
 func newAlertEvaluator(svc *Alerts) *alertEvaluator {
 	return &alertEvaluator{svc: svc, cfg: svc.cfg, timers: map[string]*time.Timer{}, running: map[string]bool{},
-		again: map[string]bool{}, sem: make(chan struct{}, 1), stop: make(chan struct{})}
+		again: map[string]bool{}, waiting: map[string]time.Time{}, waitMax: importWaitMax, sem: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 func (a *alertEvaluator) start() {
@@ -92,13 +95,34 @@ func (a *alertEvaluator) scheduleIn(org string, d time.Duration) {
 	a.timers[org] = time.AfterFunc(d, func() { a.run(org) })
 }
 
+// importWaitMax bounds how long an evaluation waits for a tenant's import jobs (run).
+const importWaitMax = 30 * time.Second
+
 func (a *alertEvaluator) run(org string) {
+	importing := a.svc.imports != nil && a.svc.imports.m.busy(org)
 	a.mu.Lock()
 	delete(a.timers, org)
 	if a.closed || a.running[org] {
 		a.mu.Unlock()
 		return
 	}
+	// While the tenant's import jobs are queued or running, the evaluation waits for them, looking
+	// again every EvalDebounce, for at most waitMax: it would read a half-imported history, and
+	// each job's completion would ask for another full evaluation (every series of the tenant
+	// read from the demand store) while the next job is being written.
+	if importing {
+		since, ok := a.waiting[org]
+		if !ok {
+			since = time.Now()
+			a.waiting[org] = since
+		}
+		if time.Since(since) < a.waitMax {
+			a.timers[org] = time.AfterFunc(a.cfg.EvalDebounce, func() { a.run(org) })
+			a.mu.Unlock()
+			return
+		}
+	}
+	delete(a.waiting, org)
 	a.running[org] = true
 	a.wg.Add(1)
 	a.mu.Unlock()

@@ -47,13 +47,15 @@ type Alerts struct {
 	demand     supplyplan.DemandStore
 	forecaster supplyplan.Forecaster // nil: the rules use moving averages
 	webhooks   *Webhooks
+	imports    *Imports // an evaluation waits while the tenant's import jobs run (nil: never)
 	eval       *alertEvaluator
 }
 
-// NewAlerts returns the alert service; Open starts its scheduled evaluation.
-func NewAlerts(core *Core, cfg AlertsConfig, demand supplyplan.DemandStore, forecaster supplyplan.Forecaster, webhooks *Webhooks) *Alerts {
+// NewAlerts returns the alert service; Open starts its scheduled evaluation. imports (optional)
+// holds back the evaluations asked for while a tenant's import jobs run (see alertEvaluator.run).
+func NewAlerts(core *Core, cfg AlertsConfig, demand supplyplan.DemandStore, forecaster supplyplan.Forecaster, webhooks *Webhooks, imports *Imports) *Alerts {
 	cfg.defaults()
-	s := &Alerts{core: core, cfg: &cfg, demand: demand, forecaster: forecaster, webhooks: webhooks}
+	s := &Alerts{core: core, cfg: &cfg, demand: demand, forecaster: forecaster, webhooks: webhooks, imports: imports}
 	s.eval = newAlertEvaluator(s)
 	return s
 }

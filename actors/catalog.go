@@ -26,47 +26,47 @@ var (
 
 // ListProducts lists a tenant's products.
 func (s *Catalog) ListProducts(ctx context.Context, p supplyplan.Principal, f supplyplan.ProductFilter) (supplyplan.Page[supplyplan.Product], error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Product], []supplyplan.Record, error) {
-		return st.ListProducts(f), nil, nil
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Product], error) {
+		return st.ListProducts(f), nil
 	})
 }
 
 // GetProduct returns a product by id or sku.
 func (s *Catalog) GetProduct(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Product, error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Product, []supplyplan.Record, error) {
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Product, error) {
 		pr, err := st.GetProduct(id)
-		return pr, nil, err
+		return pr, err
 	})
 }
 
 // ListLocations lists a tenant's locations.
 func (s *Catalog) ListLocations(ctx context.Context, p supplyplan.Principal, f supplyplan.LocationFilter) (supplyplan.Page[supplyplan.Location], error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Location], []supplyplan.Record, error) {
-		return st.ListLocations(f), nil, nil
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.Location], error) {
+		return st.ListLocations(f), nil
 	})
 }
 
 // ListInventory lists inventory levels.
 func (s *Catalog) ListInventory(ctx context.Context, p supplyplan.Principal, f supplyplan.InventoryFilter) (supplyplan.Page[supplyplan.InventoryLevel], error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.InventoryLevel], []supplyplan.Record, error) {
-		return st.ListInventory(f), nil, nil
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Page[supplyplan.InventoryLevel], error) {
+		return st.ListInventory(f), nil
 	})
 }
 
 // Availability returns a product's stock picture per location.
 func (s *Catalog) Availability(ctx context.Context, p supplyplan.Principal, sku string, locationIDs []string) ([]supplyplan.Availability, error) {
 	now := time.Now().UTC()
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Availability, []supplyplan.Record, error) {
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Availability, error) {
 		a, err := st.Availability(sku, locationIDs, now)
-		return a, nil, err
+		return a, err
 	})
 }
 
 // GetOrder returns an order by its external id.
 func (s *Catalog) GetOrder(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Order, error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Order, []supplyplan.Record, error) {
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Order, error) {
 		o, err := st.GetOrder(id)
-		return o, nil, err
+		return o, err
 	})
 }
 

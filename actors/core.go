@@ -43,11 +43,13 @@ type Core struct {
 	// global events, merchants): lock-free reads for authentication and org lookups.
 	index atomic.Pointer[platformIndex]
 
-	mu        sync.Mutex
-	tenants   sync.Map // orgID -> *actor.PID
-	outbounds sync.Map // owner -> *actor.PID
-	loops     sync.Map // loop catalog owner (an organization id or the global scope) -> *actor.PID
-	closed    bool
+	mu      sync.Mutex
+	tenants sync.Map // orgID -> *actor.PID
+	// tenantStates are the tenants' actors themselves, for reads outside them (tenantRead).
+	tenantStates sync.Map // orgID -> *durable[*supplyplan.TenantState]
+	outbounds    sync.Map // owner -> *actor.PID
+	loops        sync.Map // loop catalog owner (an organization id or the global scope) -> *actor.PID
+	closed       bool
 
 	quarantined atomic.Int64 // stored values out of bounds left out at load (reportQuarantined)
 }
@@ -209,17 +211,18 @@ func (c *Core) tenant(orgID string) (*actor.PID, error) {
 	if !c.hasOrg(orgID) {
 		return nil, supplyplan.NotFound("Organization")
 	}
-	pid := c.engine.Spawn(func() actor.Receiver {
-		return &durable[*supplyplan.TenantState]{
-			stream: tenantStream(orgID), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
-			newState: func() *supplyplan.TenantState {
-				st := supplyplan.NewTenantState(orgID)
-				st.SetAllocationSettings(c.cfg.Allocation)
-				return st
-			},
-			afterApply: func(st *supplyplan.TenantState) { c.reportQuarantined(orgID, st.TakeQuarantined()) },
-		}
-	}, "tenant", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))
+	d := &durable[*supplyplan.TenantState]{
+		stream: tenantStream(orgID), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
+		viewSnapshots: true, // TenantState's map values are replaced, never changed in place
+		newState: func() *supplyplan.TenantState {
+			st := supplyplan.NewTenantState(orgID)
+			st.SetAllocationSettings(c.cfg.Allocation)
+			return st
+		},
+		afterApply: func(st *supplyplan.TenantState) { c.reportQuarantined(orgID, st.TakeQuarantined()) },
+	}
+	pid := c.engine.Spawn(func() actor.Receiver { return d }, "tenant", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))
+	c.tenantStates.Store(orgID, d)
 	c.tenants.Store(orgID, pid)
 	return pid, nil
 }
@@ -285,6 +288,25 @@ func tenantTx[T any](ctx context.Context, c *Core, orgID string, fn func(*supply
 		return zero, err
 	}
 	return ask(ctx, c.engine, pid, fn)
+}
+
+// tenantRead runs a read of a tenant's state. It runs on the caller's goroutine under the state's
+// read lock when every write applied to the state is durable (durable.read): no message to the
+// actor, and reads of a tenant run in parallel. Otherwise (the actor is not started or loading, or a
+// write waits for its fsync) it is a transaction of the actor, which answers once that write is
+// durable. fn must not change the state nor keep references into its maps.
+func tenantRead[T any](ctx context.Context, c *Core, orgID string, fn func(*supplyplan.TenantState) (T, error)) (T, error) {
+	if d, ok := c.tenantStates.Load(orgID); ok {
+		var v T
+		var err error
+		if d.(*durable[*supplyplan.TenantState]).read(func(st *supplyplan.TenantState) { v, err = fn(st) }) {
+			return v, err
+		}
+	}
+	return tenantTx(ctx, c, orgID, func(st *supplyplan.TenantState) (T, []supplyplan.Record, error) {
+		v, err := fn(st)
+		return v, nil, err
+	})
 }
 
 // platformTx runs fn in the platform actor.

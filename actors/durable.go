@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +62,10 @@ type loadedMsg[S State] struct {
 }
 
 type reloadMsg struct{}
-type snapshotDoneMsg struct{ err error }
+type snapshotDoneMsg struct {
+	err  error
+	size int // bytes of the snapshot, when it was encoded off the actor (0: already counted)
+}
 
 // drainMsg is answered once everything before it is applied and durable, after a final snapshot.
 type drainMsg struct{ done chan struct{} }
@@ -73,11 +77,18 @@ type durable[S State] struct {
 	newState  func() S
 	log       *slog.Logger
 	snapEvery int
+	// viewSnapshots encodes snapshots on another goroutine from a copy of the state's maps
+	// (snapshotView) instead of in the actor: for a state whose map values are never changed in
+	// place. The actor then stops only to copy the maps, not to encode the whole state.
+	viewSnapshots bool
 	// afterApply runs in the actor after state changed (live and after a load).
 	afterApply func(S)
 	// now is the clock of idempotency keys (nil: time.Now).
 	now func() time.Time
 
+	// mu guards state, seq and loaded against readers outside the actor (read): the actor changes
+	// them under the write lock; it reads them without it (it is their only writer).
+	mu         sync.RWMutex
 	state      S
 	idem       *idemTable // the Idempotency-Keys whose marker is in this stream
 	loaded     bool
@@ -157,6 +168,9 @@ func (d *durable[S]) Receive(c *actor.Context) {
 		d.startLoad()
 	case snapshotDoneMsg:
 		d.snapping = false
+		if m.size > 0 {
+			d.lastSnap = m.size
+		}
 		if m.err != nil {
 			d.log.Error("snapshot failed", "stream", d.stream, "err", m.err)
 		}
@@ -170,7 +184,9 @@ func (d *durable[S]) unavailable() error {
 
 // startLoad rebuilds the state from the journal on another goroutine.
 func (d *durable[S]) startLoad() {
+	d.mu.Lock()
 	d.loaded = false
+	d.mu.Unlock()
 	engine, pid := d.engine, d.pid
 	go func() {
 		st, idem, seq, err := d.load()
@@ -243,11 +259,13 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 		d.stash = nil
 		return
 	}
+	d.mu.Lock()
 	d.state, d.idem, d.seq, d.loaded, d.loadErr = m.state, m.idem, m.seq, true, nil
 	d.durableSeq.Store(m.seq)
 	if d.afterApply != nil {
 		d.afterApply(d.state)
 	}
+	d.mu.Unlock()
 	stash := d.stash
 	d.stash = nil
 	for _, s := range stash {
@@ -334,6 +352,44 @@ func (d *durable[S]) apply(r supplyplan.Record) error {
 	return d.state.Apply(r)
 }
 
+// applyAll applies recs and counts the entry under the write lock (readers see all of it or none).
+// A record that fails leaves the state marked not loaded until the reload that follows.
+func (d *durable[S]) applyAll(recs []supplyplan.Record) (err error) {
+	d.mu.Lock()
+	applied := false
+	defer func() {
+		if !applied { // an error or a panic: no reader sees the half-applied state
+			d.loaded = false
+		}
+		d.mu.Unlock()
+	}()
+	for _, r := range recs {
+		if err := d.apply(r); err != nil {
+			return fmt.Errorf("apply %s record: %w", r.Kind, err)
+		}
+	}
+	if d.afterApply != nil {
+		d.afterApply(d.state)
+	}
+	d.seq++
+	applied = true
+	return nil
+}
+
+// read runs fn against the state on the caller's goroutine, under the read lock, when the state is
+// loaded and every write applied to it is durable, and reports whether it did; otherwise (loading,
+// or a write still waiting for its fsync: a read must not see it) the caller asks the actor. fn
+// must not change the state nor keep references into its maps.
+func (d *durable[S]) read(fn func(S)) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if !d.loaded || d.durableSeq.Load() < d.seq {
+		return false
+	}
+	fn(d.state)
+	return true
+}
+
 // commit applies recs, journals them as one entry and calls done once the entry is durable (nil)
 // or failed. done runs on the journal's goroutine: it must only send.
 func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
@@ -342,18 +398,12 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 		done(fmt.Errorf("encode records: %w", err))
 		return
 	}
-	for _, r := range recs {
-		if err := d.apply(r); err != nil {
-			// A half-applied write: rebuild from the journal, which does not have it.
-			done(fmt.Errorf("apply %s record: %w", r.Kind, err))
-			d.startLoad()
-			return
-		}
+	if err := d.applyAll(recs); err != nil {
+		// A half-applied write: rebuild from the journal, which does not have it.
+		done(err)
+		d.startLoad()
+		return
 	}
-	if d.afterApply != nil {
-		d.afterApply(d.state)
-	}
-	d.seq++
 	seq := d.seq
 	stream, engine, pid := d.stream, d.engine, d.pid
 	d.journal.Append(stream, seq, payload, func(jerr error) {
@@ -367,15 +417,42 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 	})
 	d.sinceSnap++
 	d.bytesSince += len(payload)
-	// A snapshot encodes the whole state: waiting until the journal since the last one holds half
-	// its size keeps its cost per write constant however large the state grows.
-	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && d.bytesSince >= d.lastSnap/2 && !d.snapping {
+	// A snapshot encodes the whole state: waiting until the journal since the last one holds as
+	// many bytes as it did keeps its cost per write constant (at most one byte of snapshot per
+	// byte journaled) however large the state grows, and bounds replay to one snapshot's worth.
+	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && d.bytesSince >= d.lastSnap && !d.snapping {
 		d.snapshot(false)
 	}
 }
 
-// snapshot captures the state now and saves it on another goroutine (or inline when sync).
+// snapshot captures the state now and saves it on another goroutine (or inline when sync). With
+// viewSnapshots the encoding runs on that goroutine too, from a copy of the state's maps.
 func (d *durable[S]) snapshot(sync bool) {
+	if d.viewSnapshots && !sync {
+		if view, ok := snapshotView(d.state); ok {
+			d.idem.prune(d.clock())
+			entries := d.idem.entries()
+			seq, hint := d.seq, d.lastSnap+d.bytesSince // the last snapshot and what was journaled since
+			d.sinceSnap, d.bytesSince = 0, 0
+			d.snapping = true
+			engine, pid, stream, j := d.engine, d.pid, d.stream, d.journal
+			go func() {
+				data, ok, err := encodeSnapshot(view, entries, hint)
+				if !ok {
+					if data, err = json.Marshal(view); err == nil {
+						data, err = withIdempotency(data, entries)
+					}
+				}
+				size := 0
+				if err == nil {
+					size = max(len(data), 1)
+					err = j.SaveSnapshot(stream, seq, data)
+				}
+				engine.Send(pid, snapshotDoneMsg{err: err, size: size})
+			}()
+			return
+		}
+	}
 	data, err := json.Marshal(d.state)
 	if err == nil {
 		d.idem.prune(d.clock())

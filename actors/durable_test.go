@@ -408,3 +408,92 @@ func TestDurableSnapshotAndRebuild(t *testing.T) {
 		t.Fatalf("rebuilt state %v", m)
 	}
 }
+
+// A read outside the actor (read) runs only against a loaded state whose every applied write is
+// durable; otherwise it declines and the caller asks the actor, which waits for the write.
+func TestDurableReadOutsideTheActor(t *testing.T) {
+	j := newMemJournal()
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &durable[*notes]{stream: "notes", journal: j, newState: newNotes, log: discardLogger()}
+	pid := e.Spawn(func() actor.Receiver { return d }, "notes", actor.WithMaxRestarts(1<<30))
+	t.Cleanup(func() { <-e.Poison(pid).Done() })
+	get := func(id string) (string, bool) {
+		var v string
+		ok := d.read(func(n *notes) { v = n.Items[id] })
+		return v, ok
+	}
+	ctx := ctxFor(t, 5*time.Second)
+	if _, err := ask(ctx, e, pid, putNote("a", "first")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := get("a"); !ok || v != "first" {
+		t.Fatalf("read = %q, %v; want the durable write", v, ok)
+	}
+	j.set(func(j *memJournal) { j.hold = true })
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := ask(context.Background(), e, pid, putNote("a", "second"))
+		wrote <- err
+	}()
+	wait.Eventually(t, 5*time.Second, func() error { // applied, appended, not durable
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if len(j.held) == 0 {
+			return errors.New("no append yet")
+		}
+		return nil
+	})
+	if v, ok := get("a"); ok {
+		t.Fatalf("a read outside the actor saw %q while a write was not durable", v)
+	}
+	j.release()
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := get("a"); !ok || v != "second" {
+		t.Fatalf("read = %q, %v after the write became durable", v, ok)
+	}
+}
+
+// Reads outside the actor run while it writes (with -race: the write lock keeps them apart).
+func TestDurableReadsWhileWriting(t *testing.T) {
+	j := newMemJournal()
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &durable[*notes]{stream: "notes", journal: j, newState: newNotes, log: discardLogger(), snapEvery: 5}
+	pid := e.Spawn(func() actor.Receiver { return d }, "notes", actor.WithMaxRestarts(1<<30))
+	t.Cleanup(func() { <-e.Poison(pid).Done() })
+	ctx := ctxFor(t, 20*time.Second)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	reads := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if d.read(func(n *notes) { _ = len(n.Items); _ = n.Items["7"] }) {
+				reads++
+			}
+		}
+	}()
+	for i := range 300 {
+		if _, err := ask(ctx, e, pid, putNote(fmt.Sprint(i%20), fmt.Sprint("note ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if reads == 0 {
+		t.Fatal("no read ran outside the actor")
+	}
+}

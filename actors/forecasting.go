@@ -23,8 +23,8 @@ var _ supplyplan.ForecastingService = (*Forecasting)(nil)
 
 // ListScenarios lists a tenant's scenarios.
 func (s *Forecasting) ListScenarios(ctx context.Context, p supplyplan.Principal, f supplyplan.ScenarioFilter) ([]supplyplan.Scenario, error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Scenario, []supplyplan.Record, error) {
-		return st.ListScenarios(f), nil, nil
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Scenario, error) {
+		return st.ListScenarios(f), nil
 	})
 }
 
@@ -38,9 +38,9 @@ func (s *Forecasting) CreateScenario(ctx context.Context, p supplyplan.Principal
 
 // GetScenario returns one scenario.
 func (s *Forecasting) GetScenario(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.Scenario, error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, []supplyplan.Record, error) {
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.Scenario, error) {
 		sc, err := st.GetScenario(id)
-		return sc, nil, err
+		return sc, err
 	})
 }
 
@@ -80,8 +80,8 @@ func (s *Forecasting) PublishScenario(ctx context.Context, p supplyplan.Principa
 // ListEvents lists the tenant's events and the global ones that pass f.
 func (s *Forecasting) ListEvents(ctx context.Context, p supplyplan.Principal, f supplyplan.EventFilter) ([]supplyplan.ExternalEvent, error) {
 	globals := s.core.globalEvents()
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ExternalEvent, []supplyplan.Record, error) {
-		return st.ListEvents(f, globals), nil, nil
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ExternalEvent, error) {
+		return st.ListEvents(f, globals), nil
 	})
 }
 
@@ -113,9 +113,9 @@ func (s *Forecasting) eventWritten(org string, old, new *supplyplan.ExternalEven
 // GetEvent returns a tenant event or a global one.
 func (s *Forecasting) GetEvent(ctx context.Context, p supplyplan.Principal, id string) (supplyplan.ExternalEvent, error) {
 	global := s.core.globalLookup()
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, error) {
 		e, err := st.GetEvent(id, global)
-		return e, nil, err
+		return e, err
 	})
 }
 

@@ -159,6 +159,13 @@ func (m *importManager) startNextLocked(orgID string) {
 	}
 }
 
+// busy reports whether the tenant has import jobs queued or running.
+func (m *importManager) busy(orgID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.queues[orgID]) > 0 || len(m.running[orgID]) > 0
+}
+
 func (m *importManager) finished(orgID string, rj *runningJob) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -450,8 +457,8 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 		m.core.log.Debug("import chunk", "job", jobID, "rows", end-start, "resolve", tResolved.Sub(t0),
 			"waitTurn", tTurn.Sub(tResolved), "write", tWritten.Sub(tTurn), "progress", time.Since(tWritten))
 	}()
-	res, err := tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, []supplyplan.Record, error) {
-		return st.ApplyImport(d, now), nil, nil
+	res, err := tenantRead(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportResult, error) {
+		return st.ApplyImport(d, now), nil
 	})
 	if err != nil {
 		return supplyplan.ImportJob{}, &jobError{stage: "checking rows " + rowRange(start, end), err: err, start: start, end: end}
@@ -731,9 +738,9 @@ func (s *Imports) DryRunImport(ctx context.Context, p supplyplan.Principal, kind
 
 // GetImportJob returns a job of the principal's organization.
 func (s *Imports) GetImportJob(ctx context.Context, p supplyplan.Principal, jobID string) (supplyplan.ImportJob, error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, error) {
 		j, err := st.GetImportJob(jobID)
-		return j, nil, err
+		return j, err
 	})
 }
 
@@ -747,12 +754,12 @@ func writeFileSync(path string, data []byte) error {
 
 // ListImportJobs lists the organization's jobs, newest first.
 func (s *Imports) ListImportJobs(ctx context.Context, p supplyplan.Principal) ([]supplyplan.ImportJob, error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ImportJob, []supplyplan.Record, error) {
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.ImportJob, error) {
 		out := make([]supplyplan.ImportJob, 0, len(st.ImportJobs))
 		for _, j := range st.ImportJobs {
 			out = append(out, *j)
 		}
 		slices.SortFunc(out, func(a, b supplyplan.ImportJob) int { return b.CreatedAt.Compare(a.CreatedAt) })
-		return out, nil, nil
+		return out, nil
 	})
 }

@@ -157,3 +157,112 @@ func TestStopAtCountsEveryRowNotReached(t *testing.T) {
 		t.Fatal("processedCount != appliedCount + failedCount")
 	}
 }
+
+// gatedDemand is a demand store whose UpsertWeeks waits until release is closed; it records whether
+// a read (SeriesBatch: what an alert evaluation reads) came while a write was held.
+type gatedDemand struct {
+	flakyDemand
+	release chan struct{}
+	mu      sync.Mutex
+	held    int // writes waiting at the gate
+	reads   int // SeriesBatch calls
+	early   int // of those, while a write was held
+}
+
+func (g *gatedDemand) UpsertWeeks(ctx context.Context, org string, rows []supplyplan.DemandRow) error {
+	g.mu.Lock()
+	g.held++
+	g.mu.Unlock()
+	<-g.release
+	g.mu.Lock()
+	g.held--
+	g.mu.Unlock()
+	return g.flakyDemand.UpsertWeeks(ctx, org, rows)
+}
+
+func (g *gatedDemand) SeriesBatch(ctx context.Context, org string, keys []supplyplan.DemandKey, from, to time.Time) (map[supplyplan.DemandKey][]supplyplan.WeekValue, error) {
+	g.mu.Lock()
+	g.reads++
+	if g.held > 0 {
+		g.early++
+	}
+	g.mu.Unlock()
+	return g.flakyDemand.SeriesBatch(ctx, org, keys, from, to)
+}
+
+func (g *gatedDemand) counts() (held, reads, early int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held, g.reads, g.early
+}
+
+// An alert evaluation asked for while the tenant's import jobs run waits for them (it would read
+// a half-imported history), and runs once they are done; it waits at most waitMax.
+func TestAlertEvaluationWaitsForImports(t *testing.T) {
+	for _, capped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("capped=%v", capped), func(t *testing.T) {
+			store := &gatedDemand{flakyDemand: flakyDemand{okCalls: 1 << 30}, release: make(chan struct{})}
+			s := newServices(t, options{demand: store, alerts: AlertsConfig{EvalDebounce: 5 * time.Millisecond},
+				imports: ImportConfig{DemandChunkSize: 10, ChunkSize: 10}})
+			var once sync.Once
+			open := func() { once.Do(func() { close(store.release) }) }
+			t.Cleanup(open) // before the services close, also when the test fails
+			p := s.bootstrap(t)
+			seedDemandCatalog(t, s, p)
+			if capped {
+				s.alerts.eval.mu.Lock()
+				s.alerts.eval.waitMax = 50 * time.Millisecond
+				s.alerts.eval.mu.Unlock()
+			}
+			body := []byte(`{"records":[` + strings.Join(demandRows(5), ",") + `]}`)
+			raw, err := importjson.SplitBody(supplyplan.ImportDemandHistory, body, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			j, err := s.imports.SubmitImport(ctx, p, supplyplan.ImportDemandHistory, body, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wait.Eventually(t, 10*time.Second, func() error {
+				if held, _, _ := store.counts(); held == 0 {
+					return fmt.Errorf("the job has not reached the demand store")
+				}
+				return nil
+			})
+			_, before, _ := store.counts()
+			s.alerts.HandleEvent(supplyplan.DomainEvent{Type: "import.completed", OrganizationID: p.OrgID})
+			if capped { // past waitMax the evaluation runs although the job still writes
+				wait.Eventually(t, 10*time.Second, func() error {
+					if _, reads, _ := store.counts(); reads == before {
+						return fmt.Errorf("no evaluation past the wait's bound")
+					}
+					return nil
+				})
+				open()
+				return
+			}
+			wait.Eventually(t, 10*time.Second, func() error {
+				s.alerts.eval.mu.Lock()
+				defer s.alerts.eval.mu.Unlock()
+				if _, ok := s.alerts.eval.waiting[p.OrgID]; !ok {
+					return fmt.Errorf("the evaluation has not come up against the running job yet")
+				}
+				return nil
+			})
+			open()
+			wait.Eventually(t, 10*time.Second, func() error {
+				if j, err = s.imports.GetImportJob(ctx, p, j.JobID); err != nil || !j.Done() {
+					return fmt.Errorf("job %+v, %v", j, err)
+				}
+				if _, reads, _ := store.counts(); reads == before {
+					return fmt.Errorf("no evaluation after the job finished")
+				}
+				return nil
+			})
+			if _, _, early := store.counts(); early != 0 {
+				t.Fatalf("%d evaluations read the demand store while the import job was writing", early)
+			}
+		})
+	}
+}

@@ -9,7 +9,7 @@ import (
 
 // Signals is the sink of live demand signals (the Kafka consumer and the in-process stream of
 // POST /api/demand/signals both feed it). Its part of the signal's write path (described once, in
-// the root package's signal_path.go): the tenant's actor resolves what the signals refer to, the
+// the root package's signal_path.go): the tenant's state resolves what the signals refer to, the
 // demand store writes them (it owns the order of demand writes and their deduplication), then the
 // tenant's forecasts and alerts follow.
 type Signals struct {
@@ -27,7 +27,7 @@ func NewSignals(core *Core, demand supplyplan.DemandStore, forecasts *Forecasts,
 var _ supplyplan.SignalSink = (*Signals)(nil)
 
 // ApplySignals implements supplyplan.SignalSink for signals validated where they entered
-// (supplyplan.NormalizeSignal): the tenant's actor resolves their product and location
+// (supplyplan.NormalizeSignal): a read of the tenant's state resolves their product and location
 // (supplyplan.TenantState.ResolveSignals), then the demand store adds the resolved ones to their
 // weeks, durably, deduplicated by signal id.
 func (s *Signals) ApplySignals(ctx context.Context, orgID string, signals []supplyplan.DemandSignal) ([]supplyplan.SignalOutcome, error) {
@@ -42,9 +42,9 @@ func (s *Signals) ApplySignals(ctx context.Context, orgID string, signals []supp
 		valid []supplyplan.DemandSignal
 		slot  []int
 	}
-	r, err := tenantTx(ctx, s.core, orgID, func(st *supplyplan.TenantState) (resolved, []supplyplan.Record, error) {
+	r, err := tenantRead(ctx, s.core, orgID, func(st *supplyplan.TenantState) (resolved, error) {
 		valid, slot := st.ResolveSignals(signals, out)
-		return resolved{valid, slot}, nil, nil
+		return resolved{valid, slot}, nil
 	})
 	if err != nil {
 		return nil, err

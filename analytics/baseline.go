@@ -54,3 +54,21 @@ func RawInsertBaseline(ctx context.Context, addr, database string, rows []supply
 	}
 	return time.Since(start), nil
 }
+
+// DropDatabase drops a database the benchmark harness created (the service's tables and the
+// baseline's), so that repeated runs do not pile up rows on the ClickHouse server.
+func DropDatabase(ctx context.Context, addr, database string) error {
+	if !identRe.MatchString(database) {
+		return fmt.Errorf("drop database: %q is not an identifier", database)
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: clickhouse.Auth{Username: "default"},
+		DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Minute})
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close()
+	if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+database); err != nil {
+		return fmt.Errorf("drop database: %w", err)
+	}
+	return nil
+}

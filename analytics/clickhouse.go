@@ -212,25 +212,80 @@ func (s *ClickHouseStore) UpsertWeeks(ctx context.Context, orgID string, rows []
 	return nil
 }
 
+// insertBlock is the rows of one data block of an INSERT: a chunk goes to the server as blocks of
+// this size in one INSERT (the server squashes them into one part), so that the client's column
+// buffers stay small and are reused from block to block instead of growing to the whole chunk.
+const insertBlock = 8192
+
+// weekColumns is the scratch space of insertWeeks' blocks, reused through weekScratch.
+type weekColumns struct {
+	org, sku, loc, ch []string
+	week              []time.Time
+	actual, forecast  []float64
+	stockout          []uint8
+	ver               []uint64
+}
+
+var weekScratch = sync.Pool{New: func() any {
+	return &weekColumns{org: make([]string, 0, insertBlock), sku: make([]string, 0, insertBlock),
+		loc: make([]string, 0, insertBlock), ch: make([]string, 0, insertBlock), week: make([]time.Time, 0, insertBlock),
+		actual: make([]float64, 0, insertBlock), forecast: make([]float64, 0, insertBlock),
+		stockout: make([]uint8, 0, insertBlock), ver: make([]uint64, 0, insertBlock)}
+}}
+
+func (c *weekColumns) reset() {
+	clear(c.org[:cap(c.org)])
+	clear(c.sku[:cap(c.sku)])
+	clear(c.loc[:cap(c.loc)])
+	clear(c.ch[:cap(c.ch)])
+	c.org, c.sku, c.loc, c.ch = c.org[:0], c.sku[:0], c.loc[:0], c.ch[:0]
+	c.week, c.actual, c.forecast, c.stockout, c.ver = c.week[:0], c.actual[:0], c.forecast[:0], c.stockout[:0], c.ver[:0]
+}
+
 func (s *ClickHouseStore) insertWeeks(ctx context.Context, orgID string, rows []supplyplan.DemandRow, version uint64) error {
-	n := len(rows)
-	org, sku, loc, ch := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	week := make([]time.Time, n)
-	actual, forecast := make([]float64, n), make([]float64, n)
-	stockout, ver := make([]uint8, n), make([]uint64, n)
-	for i := range rows {
-		r := &rows[i]
-		org[i], sku[i], loc[i], ch[i] = orgID, r.SKU, r.Location, normChannel(r.Channel)
-		week[i] = supplyplan.WeekStart(r.Week)
-		actual[i], forecast[i] = r.Actual, r.Forecasted
-		if r.Stockout {
-			stockout[i] = 1
-		}
-		ver[i] = version + uint64(i)
+	const action = "insert demand weeks"
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+s.weeks+
+		" (org, sku, location, channel, week, actual, forecasted, stockout, version)")
+	if err != nil {
+		return fmt.Errorf("%s: %w", action, err)
 	}
-	return s.insertColumns(ctx, "INSERT INTO "+s.weeks+
-		" (org, sku, location, channel, week, actual, forecasted, stockout, version)",
-		"insert demand weeks", org, sku, loc, ch, week, actual, forecast, stockout, ver)
+	// An unsent batch keeps its INSERT open on the server, which blocks DROP TABLE until
+	// receive_timeout: always abort (a no-op after Send).
+	defer func() { _ = batch.Abort() }()
+	c := weekScratch.Get().(*weekColumns)
+	defer func() {
+		c.reset()
+		weekScratch.Put(c)
+	}()
+	for lo := 0; lo < len(rows); lo += insertBlock {
+		c.reset()
+		for i := lo; i < min(lo+insertBlock, len(rows)); i++ {
+			r := &rows[i]
+			c.org, c.sku, c.loc, c.ch = append(c.org, orgID), append(c.sku, r.SKU), append(c.loc, r.Location), append(c.ch, normChannel(r.Channel))
+			c.week = append(c.week, dayTime(weekDay(r.Week)))
+			c.actual, c.forecast = append(c.actual, r.Actual), append(c.forecast, r.Forecasted)
+			var so uint8
+			if r.Stockout {
+				so = 1
+			}
+			c.stockout, c.ver = append(c.stockout, so), append(c.ver, version+uint64(i))
+		}
+		for i, col := range []any{c.org, c.sku, c.loc, c.ch, c.week, c.actual, c.forecast, c.stockout, c.ver} {
+			if err := batch.Column(i).Append(col); err != nil {
+				return fmt.Errorf("%s: column %d: %w", action, i, err)
+			}
+		}
+		if lo+insertBlock < len(rows) {
+			// Sends this block and empties the batch's columns, keeping their capacity.
+			if err := batch.Flush(); err != nil {
+				return fmt.Errorf("%s: %w", action, err)
+			}
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	return nil
 }
 
 // insertColumns sends one block, column by column (faster than row appends).

@@ -200,7 +200,7 @@ func (s *EmbeddedStore) AddSignals(ctx context.Context, orgID string, signals []
 	if len(signals) == 0 {
 		return []bool{}, nil
 	}
-	r := &writeReq{buf: encodeSignals(nil, orgID, signals), fresh: make([]bool, 0, len(signals))}
+	r := &writeReq{buf: encodeSignals(make([]byte, 0, 64+len(signals)*48), orgID, signals), fresh: make([]bool, 0, len(signals))}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, err
 	}

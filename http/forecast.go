@@ -34,7 +34,12 @@ func (s *Server) createScenario(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusCreated, map[string]any{"scenario": sc})
+	return r.JSON(fasthttp.StatusCreated, scenarioBody{sc})
+}
+
+// scenarioBody is the {"scenario": ...} body of the scenario endpoints.
+type scenarioBody struct {
+	Scenario supplyplan.Scenario `json:"scenario"`
 }
 
 func (s *Server) getScenario(r *Request) error {
@@ -42,7 +47,7 @@ func (s *Server) getScenario(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusOK, map[string]any{"scenario": sc})
+	return r.JSON(fasthttp.StatusOK, scenarioBody{sc})
 }
 
 func (s *Server) updateScenario(r *Request) error {
@@ -54,7 +59,7 @@ func (s *Server) updateScenario(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusOK, map[string]any{"scenario": sc})
+	return r.JSON(fasthttp.StatusOK, scenarioBody{sc})
 }
 
 func (s *Server) archiveScenario(r *Request) error {

@@ -103,9 +103,10 @@ func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if !dry {
-			// The job keeps the body after the request: it gets its own copy, and the rows split
-			// from it alias memory the job owns.
+		if !dry && !r.body.owned {
+			// The job keeps the body after the request: it needs memory of its own, and the rows
+			// split from it alias that memory. A body readBody allocated is already the request's
+			// own (fasthttp never writes into it); only fasthttp's reused buffer is copied.
 			body = bytes.Clone(body)
 		}
 		rows, err := importjson.SplitBody(kind, body, s.cfg.ImportMaxRows)

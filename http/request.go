@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -55,17 +56,41 @@ func (r *Request) Body() ([]byte, error) {
 // Param returns a path parameter (a copy).
 func (r *Request) Param(name string) string { return r.params.get(name) }
 
-// JSON writes v with status.
+// JSON writes v with status. It encodes into a pooled buffer that SetBody copies from, so that a
+// response costs no allocation of its own beyond what encoding/json needs.
 func (r *Request) JSON(status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	e := responseEncoders.Get().(*responseEncoder)
+	defer func() {
+		if e.buf.Cap() <= maxPooledResponse {
+			e.buf.Reset()
+			responseEncoders.Put(e)
+		}
+	}()
+	if err := e.enc.Encode(v); err != nil {
 		return fmt.Errorf("encode response: %w", err)
 	}
+	b := e.buf.Bytes()
 	r.Ctx.SetStatusCode(status)
 	r.Ctx.SetContentType("application/json")
-	r.Ctx.SetBody(b)
+	r.Ctx.SetBody(b[:len(b)-1]) // without the newline Encode ends with: the bytes json.Marshal makes
 	return nil
 }
+
+// responseEncoder is a json.Encoder writing into its own buffer (json.Marshal's settings: HTML
+// characters escaped).
+type responseEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxPooledResponse is the largest buffer kept for reuse; larger responses are rare (exports).
+const maxPooledResponse = 1 << 20
+
+var responseEncoders = sync.Pool{New: func() any {
+	e := &responseEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
 
 // NoContent answers 204.
 func (r *Request) NoContent() error {

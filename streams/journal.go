@@ -36,7 +36,11 @@ type JournalConfig struct {
 	MaxBatch int
 	// QueueLen bounds the requests waiting for the committer; Append blocks beyond it (default 16384).
 	QueueLen int
-	Logger   *slog.Logger
+	// CommitWait bounds how long a commit waits for the writers of the previous one to come back
+	// with their next write (default 2 ms; never longer than the previous commit took; negative:
+	// never wait). See gather.
+	CommitWait time.Duration
+	Logger     *slog.Logger
 }
 
 // Journal is a set of append-only per-stream logs with snapshots. Appends from every stream are
@@ -104,6 +108,9 @@ func OpenJournal(cfg JournalConfig) (*Journal, error) {
 	if cfg.QueueLen <= 0 {
 		cfg.QueueLen = 16384
 	}
+	if cfg.CommitWait == 0 {
+		cfg.CommitWait = 2 * time.Millisecond
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -166,25 +173,17 @@ func (j *Journal) Close() error {
 func (j *Journal) commitLoop() {
 	defer close(j.done)
 	batch := make([]jreq, 0, 256)
+	var want int           // requests of the previous commit: their writers are about to write again
+	var took time.Duration // how long the previous commit took
 	for {
 		r, ok := <-j.reqs
 		if !ok {
 			break
 		}
-		batch = append(batch[:0], r)
-	drain:
-		for len(batch) < j.cfg.MaxBatch {
-			select {
-			case r, ok := <-j.reqs:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
+		batch = j.gather(append(batch[:0], r), want, min(took, j.cfg.CommitWait))
+		start := time.Now()
 		j.commit(batch)
+		took, want = time.Since(start), len(batch)
 		clear(batch)
 	}
 	for name, s := range j.segs {
@@ -193,6 +192,56 @@ func (j *Journal) commitLoop() {
 		}
 		delete(j.segs, name)
 	}
+}
+
+// gather adds the queued requests to batch (up to MaxBatch), then, while it holds fewer than want,
+// waits up to wait for more.
+//
+// Group commit: the writers acknowledged by the previous commit (want of them) are typically back
+// within a fraction of a commit with their next write. Starting the next commit at once with the
+// few requests that came in meanwhile would make the others wait for that commit and then for
+// theirs; waiting for them instead (at most as long as the previous commit took, and at most
+// CommitWait) keeps the group as large as the number of writers. A lone writer never waits: the
+// previous commit held one request, which is here.
+func (j *Journal) gather(batch []jreq, want int, wait time.Duration) []jreq {
+	open := j.drain(&batch)
+	if !open || len(batch) >= min(want, j.cfg.MaxBatch) || wait <= 0 {
+		return batch
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for len(batch) < min(want, j.cfg.MaxBatch) {
+		select {
+		case r, ok := <-j.reqs:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+			if !j.drain(&batch) {
+				return batch
+			}
+		case <-t.C:
+			return batch
+		}
+	}
+	return batch
+}
+
+// drain moves the requests already queued into batch (up to MaxBatch) without waiting; false
+// when the queue is closed.
+func (j *Journal) drain(batch *[]jreq) bool {
+	for len(*batch) < j.cfg.MaxBatch {
+		select {
+		case r, ok := <-j.reqs:
+			if !ok {
+				return false
+			}
+			*batch = append(*batch, r)
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // commit writes and syncs one batch, then acknowledges it.

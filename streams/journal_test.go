@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 func mustJournal(tb testing.TB, dir string, segBytes int64) *Journal {
@@ -219,4 +220,53 @@ func BenchmarkJournalAppendParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// gather waits for the writers of the previous commit (want), at most wait; a lone writer does not
+// wait at all.
+func TestJournalGatherWaitsForThePreviousGroup(t *testing.T) {
+	newJ := func() *Journal { return &Journal{cfg: JournalConfig{MaxBatch: 8192}, reqs: make(chan jreq)} }
+	req := func(seq uint64) jreq { return jreq{kind: reqAppend, stream: "s", seq: seq} }
+	run := func(j *Journal, want int, wait time.Duration) <-chan []jreq {
+		out := make(chan []jreq, 1)
+		go func() { out <- j.gather([]jreq{req(1)}, want, wait) }()
+		return out
+	}
+
+	j := newJ()
+	select {
+	case b := <-run(j, 1, time.Hour):
+		if len(b) != 1 {
+			t.Fatalf("a lone writer's batch holds %d requests", len(b))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a lone writer waited")
+	}
+
+	j = newJ()
+	out := run(j, 3, time.Hour)
+	go func() { // an unbuffered queue: each send is taken by gather, or by nobody once it returned
+		for _, r := range []jreq{req(2), req(3)} {
+			select {
+			case j.reqs <- r:
+			case <-time.After(5 * time.Second):
+				return
+			}
+		}
+	}()
+	if b := <-out; len(b) != 3 {
+		t.Fatalf("the batch holds %d requests, want the 3 writers of the previous commit", len(b))
+	}
+
+	j = newJ()
+	if b := <-run(j, 3, 20*time.Millisecond); len(b) != 1 { // nobody comes: it stops waiting
+		t.Fatalf("the batch holds %d requests", len(b))
+	}
+
+	j = newJ()
+	out = run(j, 3, time.Hour)
+	close(j.reqs)
+	if b := <-out; len(b) != 1 {
+		t.Fatalf("the batch holds %d requests after the queue closed", len(b))
+	}
 }

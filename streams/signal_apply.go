@@ -113,6 +113,15 @@ func (g *signalGrouper) keep(ref int32) {
 // take returns the batch's groups (freshly allocated: the grouper does not touch them again) and
 // resets the grouper.
 func (g *signalGrouper) take() []orgGroup {
+	if len(g.groups) == 1 { // one organization (the common case): its group takes the scratch space itself
+		out := g.groups
+		out[0].signals, out[0].refs = g.sigs, g.refs
+		g.sigs, g.refs = make([]supplyplan.DemandSignal, 0, cap(g.sigs)), make([]int32, 0, cap(g.refs))
+		g.gidx = g.gidx[:0]
+		clear(g.index)
+		g.groups = nil
+		return out
+	}
 	counts := make([]int, len(g.groups))
 	for _, gi := range g.gidx {
 		counts[gi]++

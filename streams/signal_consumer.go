@@ -30,10 +30,10 @@ type SignalConsumerConfig struct {
 	GroupID  string   // consumer group [DefaultSignalGroup]
 	DLQTopic string   // dead-letter topic [Topic + ".dlq"]
 
-	MaxBatch int           // messages per batch of a partition [1000]
+	MaxBatch int           // messages per batch of a partition [4000]
 	MaxWait  time.Duration // longest a batch waits to fill once it has a message [20ms]
 	// MaxInFlight bounds the batches taken from Kafka and not yet durable, across all partitions
-	// [8]. When it is reached the consumer stops fetching.
+	// [16]. When it is reached the consumer stops fetching.
 	MaxInFlight int
 	// ApplyConcurrency bounds the concurrent sink calls of one batch (one per organization) [8].
 	ApplyConcurrency int
@@ -84,8 +84,8 @@ func (c *SignalConsumerConfig) setDefaults() error {
 	if c.DLQTopic == c.Topic {
 		return errors.New("signal consumer: the dead-letter topic is the signal topic")
 	}
-	def(&c.MaxBatch, 1000)
-	def(&c.MaxInFlight, 8)
+	def(&c.MaxBatch, 4000)
+	def(&c.MaxInFlight, 16)
 	def(&c.ApplyConcurrency, 8)
 	def(&c.FetchMaxBytes, 4<<20)
 	def(&c.QueueCapacity, 1000)

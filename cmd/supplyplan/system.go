@@ -51,13 +51,13 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 	s.Forecasting = actors.NewForecasting(s.Core, s.Forecasts)
 	s.Catalog = actors.NewCatalog(s.Core, m.Demand)
 	s.Webhooks = actors.NewWebhooks(s.Core, ob)
-	s.Alerts = actors.NewAlerts(s.Core, al, m.Demand, s.Forecasts, s.Webhooks)
 	s.Transfers = actors.NewTransfers(s.Core, actors.TransferConfig{Expiry: cfg.RecommendationExpiry, WindowWeeks: cfg.TransferWindowWeeks,
 		LeadTimeDays: cfg.TransferLeadTimeDays, CostPerUnit: cfg.TransferCostPerUnit, MinStockDifferencePct: cfg.TransferMinStockDiffPc},
 		s.Forecasts, m.Bus)
 	s.Allocation = actors.NewAllocation(s.Core, actors.AllocationConfig{SweepEvery: cfg.AllocationSweepInterval, Now: cfg.Clock}, m.Bus)
 	s.Imports = actors.NewImports(s.Core, actors.ImportConfig{Dir: filepath.Join(cfg.DataDir, "imports"), ChunkSize: cfg.ImportChunk,
 		DemandChunkSize: cfg.ImportDemandChunk, Workers: cfg.ImportWorkers}, m.Demand, s.Forecasts, s.Allocation, m.Bus)
+	s.Alerts = actors.NewAlerts(s.Core, al, m.Demand, s.Forecasts, s.Webhooks, s.Imports)
 	s.Billing = actors.NewBilling(s.Core, plans, s.Webhooks)
 	s.Signals = actors.NewSignals(s.Core, m.Demand, s.Forecasts, s.Alerts)
 	s.MCP = actors.NewMCP(s.Core, s.Webhooks)

@@ -539,15 +539,20 @@ func load(args []string) {
 	fmt.Println(r.row(*method+" "+*url), err)
 }
 
-// profile fetches a 2-second CPU profile of the service under test into /tmp/<name>.prof when
-// BENCH_PROFILE names its debug address (run the service with --debug-addr through -service-args).
+// profile fetches a CPU profile of the service under test into /tmp/<name>.prof when BENCH_PROFILE
+// names its debug address (run the service with --debug-addr through -service-args), over
+// BENCH_PROFILE_SECONDS (default 2).
 func profile(name string) {
 	addr := os.Getenv("BENCH_PROFILE")
 	if addr == "" {
 		return
 	}
+	secs := os.Getenv("BENCH_PROFILE_SECONDS")
+	if secs == "" {
+		secs = "2"
+	}
 	go func() {
-		st, b, err := call("GET", "http://"+addr+"/debug/pprof/profile?seconds=2", nil, nil)
+		st, b, err := call("GET", "http://"+addr+"/debug/pprof/profile?seconds="+secs, nil, nil)
 		if err == nil && st == 200 {
 			_ = os.WriteFile("/tmp/"+name+".prof", b, 0o644)
 		}

@@ -1,0 +1,244 @@
+package actors
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// snapshotView returns a copy of a state (a pointer to a struct) that another goroutine may encode
+// as JSON while the actor goes on changing the state, or false when the state's type does not
+// allow it. The copy is a new struct of the same type whose exported maps are new maps holding the
+// same keys and values, and whose exported strings and numbers are copied; embedded structs are
+// copied the same way; unexported fields (derived indexes, which JSON does not encode) are left
+// zero. Copying a map costs a pointer per entry, against encoding every value as JSON.
+//
+// It is consistent only for a state whose map values are replaced, never changed in place: every
+// record puts a whole new value (putValue in the root package), which TenantState's sub-states do.
+// A type with anything else among its exported fields (a slice, a pointer, an interface, a struct
+// with its own MarshalJSON) is refused, and its snapshot is encoded in the actor as before.
+func snapshotView(state any) (any, bool) {
+	v := reflect.ValueOf(state)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct || !viewable(v.Elem().Type()) {
+		return nil, false
+	}
+	out := reflect.New(v.Elem().Type())
+	copyView(out.Elem(), v.Elem())
+	return out.Interface(), true
+}
+
+var (
+	marshalerType = reflect.TypeFor[json.Marshaler]()
+	viewableTypes sync.Map // reflect.Type -> bool
+)
+
+// viewable reports whether copyView makes a consistent copy of struct type t (see snapshotView).
+func viewable(t reflect.Type) bool {
+	if ok, known := viewableTypes.Load(t); known {
+		return ok.(bool)
+	}
+	ok := viewableStruct(t)
+	viewableTypes.Store(t, ok)
+	return ok
+}
+
+func viewableStruct(t reflect.Type) bool {
+	if t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType) {
+		return false
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			if f.Anonymous {
+				return false // JSON encodes the exported fields of an unexported embedded struct
+			}
+			continue
+		}
+		switch f.Type.Kind() {
+		case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		case reflect.Struct:
+			if !viewableStruct(f.Type) {
+				return false
+			}
+		case reflect.Map:
+			if f.Type.Key().Kind() != reflect.String || !sharedValue(f.Type.Elem().Kind()) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// sharedValue reports whether map values of kind k may be shared between the state and its view:
+// pointers (to values replaced, never changed in place), strings and scalars.
+func sharedValue(k reflect.Kind) bool {
+	switch k {
+	case reflect.Pointer, reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// copyView copies src into dst (both of a viewable struct type).
+func copyView(dst, src reflect.Value) {
+	t := src.Type()
+	for i := range t.NumField() {
+		if t.Field(i).IsExported() {
+			copyField(dst.Field(i), src.Field(i))
+		}
+	}
+}
+
+func copyField(dst, src reflect.Value) {
+	switch src.Kind() {
+	case reflect.Struct:
+		copyView(dst, src)
+	case reflect.Map:
+		if src.IsNil() {
+			return
+		}
+		m := reflect.MakeMapWithSize(src.Type(), src.Len())
+		it := src.MapRange()
+		for it.Next() {
+			m.SetMapIndex(it.Key(), it.Value())
+		}
+		dst.Set(m)
+	default:
+		dst.Set(src)
+	}
+}
+
+// encodeSnapshot renders a view (see snapshotView) as a snapshot: the view's JSON object with the
+// stream's idempotency keys as its leading "$idempotency" member, as withIdempotency makes it. It
+// writes every value as encoding/json does, but the members of a map in the map's order rather
+// than sorted (JSON does not order members; sorting hundreds of thousands of keys was a third of the
+// snapshot's cost), straight into one buffer of about sizeHint bytes. ok is false when the view's
+// type has JSON field names this encoder does not resolve (two fields of one name): then use
+// json.Marshal and withIdempotency.
+func encodeSnapshot(view any, entries []*supplyplan.IdempotencyEntry, sizeHint int) (data []byte, ok bool, err error) {
+	v := reflect.ValueOf(view)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, false, nil
+	}
+	fields, ok := jsonFields(v.Elem().Type())
+	if !ok {
+		return nil, false, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(sizeHint + sizeHint/8 + 4096)
+	enc := json.NewEncoder(&buf)
+	sep := byte('{')
+	if len(entries) > 0 {
+		buf.WriteString(snapshotKey)
+		if err := enc.Encode(entries); err != nil {
+			return nil, true, err
+		}
+		sep = ','
+	}
+	for _, f := range fields {
+		fv := v.Elem().FieldByIndex(f.index)
+		if f.omitEmpty && fv.IsZero() || f.omitEmpty && fv.Kind() == reflect.Map && fv.Len() == 0 {
+			continue
+		}
+		buf.WriteByte(sep)
+		sep = ','
+		buf.WriteString(f.quoted)
+		buf.WriteByte(':')
+		if fv.Kind() != reflect.Map || fv.IsNil() {
+			if err := enc.Encode(fv.Interface()); err != nil {
+				return nil, true, err
+			}
+			continue
+		}
+		inner := byte('{')
+		it := fv.MapRange()
+		for it.Next() {
+			buf.WriteByte(inner)
+			inner = ','
+			if err := enc.Encode(it.Key().String()); err != nil {
+				return nil, true, err
+			}
+			buf.WriteByte(':')
+			if err := enc.Encode(it.Value().Interface()); err != nil {
+				return nil, true, err
+			}
+		}
+		if inner == '{' {
+			buf.WriteByte('{')
+		}
+		buf.WriteByte('}')
+	}
+	if sep == '{' {
+		buf.WriteByte('{')
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), true, nil
+}
+
+// jsonField is a member of a viewable struct's JSON object.
+type jsonField struct {
+	index     []int
+	quoted    string // the member's name as a JSON string
+	omitEmpty bool
+}
+
+var jsonFieldsOf sync.Map // reflect.Type -> []jsonField, or nil when unresolved
+
+// jsonFields lists the members encoding/json writes for viewable struct type t, in its order:
+// exported fields, named by their json tag, the fields of embedded structs without a tag in place.
+// ok is false when two fields end up with one name (encoding/json's dominance rules are not
+// reproduced here).
+func jsonFields(t reflect.Type) ([]jsonField, bool) {
+	if f, known := jsonFieldsOf.Load(t); known {
+		fs := f.([]jsonField)
+		return fs, fs != nil
+	}
+	var out []jsonField
+	seen := map[string]bool{}
+	ok := true
+	var walk func(t reflect.Type, index []int)
+	walk = func(t reflect.Type, index []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if strings.Contains(","+opts+",", ",string,") {
+				ok = false // quoted numbers: not reproduced here
+			}
+			idx := append(append([]int(nil), index...), i)
+			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+				walk(f.Type, idx)
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if seen[name] {
+				ok = false
+			}
+			seen[name] = true
+			q, _ := json.Marshal(name)
+			out = append(out, jsonField{index: idx, quoted: string(q), omitEmpty: strings.Contains(","+opts+",", ",omitempty,")})
+		}
+	}
+	walk(t, nil)
+	if !ok {
+		out = nil
+	}
+	jsonFieldsOf.Store(t, out)
+	return out, ok
+}

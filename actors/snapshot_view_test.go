@@ -1,0 +1,172 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// The view of a tenant state encodes exactly as the state, and changes of the state after the view
+// was taken do not reach it.
+func TestSnapshotViewOfTenantState(t *testing.T) {
+	st := supplyplan.NewTenantState("org_1")
+	apply := func(recs ...supplyplan.Record) {
+		t.Helper()
+		for _, r := range recs {
+			if err := st.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	for i := range 20 {
+		id := fmt.Sprintf("P%02d", i)
+		apply(supplyplan.Put(supplyplan.KindProduct, id, &supplyplan.Product{ID: id, SKU: "sku-" + id, Name: "Product " + id}))
+		ev := supplyplan.ExternalEvent{ID: fmt.Sprintf("evt_%d", i), Name: "Promo", Type: "PROMOTION", StartsAt: now, EndsAt: now.AddDate(0, 0, 7)}
+		apply(supplyplan.Put(supplyplan.KindEvent, ev.ID, &ev))
+	}
+	view, ok := snapshotView(st)
+	if !ok {
+		t.Fatal("a tenant state has no snapshot view")
+	}
+	live, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(live) {
+		t.Fatalf("the view encodes as\n%s\nthe state as\n%s", got, live)
+	}
+	apply(supplyplan.Put(supplyplan.KindProduct, "P99", &supplyplan.Product{ID: "P99", SKU: "sku-P99"}),
+		supplyplan.Del(supplyplan.KindEvent, "evt_3"),
+		supplyplan.Put(supplyplan.KindEvent, "evt_4", &supplyplan.ExternalEvent{ID: "evt_4", Name: "Changed"}))
+	after, err := json.Marshal(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(live) {
+		t.Fatal("changes of the state after the view reached the view")
+	}
+	if changed, _ := json.Marshal(st); string(changed) == string(live) {
+		t.Fatal("the state did not change (the test is void)")
+	}
+
+	// The snapshot encoder writes what json.Marshal and withIdempotency write, up to the order of
+	// map members: both decode to the same state and keys.
+	entries := []*supplyplan.IdempotencyEntry{{Scope: "org_1", Key: "k1", Fingerprint: "f", At: now}}
+	fast, ok, err := encodeSnapshot(view, entries, 0)
+	if !ok || err != nil {
+		t.Fatalf("encodeSnapshot: %v, %v", ok, err)
+	}
+	slow, err := withIdempotency(live, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(data []byte) string {
+		t.Helper()
+		keys, err := snapshotIdempotency(data)
+		if err != nil || len(keys) != 1 || keys[0].Key != "k1" {
+			t.Fatalf("idempotency keys %v, %v in %.80s", keys, err, data)
+		}
+		back := supplyplan.NewTenantState("")
+		if err := json.Unmarshal(data, back); err != nil {
+			t.Fatalf("decode %.80s: %v", data, err)
+		}
+		b, _ := json.Marshal(back)
+		return string(b)
+	}
+	if a, b := decode(fast), decode(slow); a != b || a != string(live) {
+		t.Fatalf("the snapshot decodes to\n%s\nwant\n%s", a, b)
+	}
+	if none, _, _ := encodeSnapshot(view, nil, 0); decode2(t, none) != string(live) {
+		t.Fatal("a snapshot without idempotency keys decodes differently")
+	}
+}
+
+func decode2(t *testing.T, data []byte) string {
+	t.Helper()
+	back := supplyplan.NewTenantState("")
+	if err := json.Unmarshal(data, back); err != nil {
+		t.Fatalf("decode %.80s: %v", data, err)
+	}
+	b, _ := json.Marshal(back)
+	return string(b)
+}
+
+// A state with anything but maps of shared values, strings, numbers and structs of those has no
+// view: its snapshot is encoded in the actor.
+func TestSnapshotViewRefusesOtherShapes(t *testing.T) {
+	type withSlice struct{ Items []string }
+	type withPointer struct{ Config *supplyplan.AlertConfig }
+	type withMapOfSlices struct{ Items map[string][]string }
+	type withInterface struct{ Value any }
+	type withMarshaler struct{ When time.Time }
+	for _, st := range []any{&withSlice{}, &withPointer{}, &withMapOfSlices{}, &withInterface{}, &withMarshaler{}, notes{}} {
+		if _, ok := snapshotView(st); ok {
+			t.Errorf("%T has a snapshot view", st)
+		}
+	}
+	if _, ok := snapshotView(newNotes()); !ok {
+		t.Error("a map of strings has no snapshot view")
+	}
+}
+
+// Snapshots encoded off the actor while writes go on (run with -race: the view shares nothing the
+// actor changes) load back to the state that was written.
+func TestDurableViewSnapshotsWhileWriting(t *testing.T) {
+	j := newMemJournal()
+	start := func() (*actor.Engine, *actor.PID) {
+		e, err := actor.NewEngine(actor.NewEngineConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := e.Spawn(func() actor.Receiver {
+			return &durable[*notes]{stream: "notes", journal: j, newState: newNotes, snapEvery: 3, viewSnapshots: true,
+				log: discardLogger()}
+		}, "notes", actor.WithMaxRestarts(1<<30))
+		t.Cleanup(func() { <-e.Poison(pid).Done() })
+		return e, pid
+	}
+	e, pid := start()
+	ctx := ctxFor(t, 20*time.Second)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 150 {
+				if _, err := ask(ctx, e, pid, putNote(fmt.Sprintf("%d-%d", w, i%40), fmt.Sprintf("note %d-%d", w, i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	e.Send(pid, drainMsg{done: done})
+	<-done
+	j.mu.Lock()
+	snapped := j.stream("notes").snap != nil
+	j.mu.Unlock()
+	if !snapped {
+		t.Fatal("no snapshot was taken")
+	}
+	e2, pid2 := start()
+	m, err := ask(ctx, e2, pid2, readNotes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 160 || m["2-39"] != "note 2-119" || m["3-9"] != "note 3-129" {
+		t.Fatalf("rebuilt %d notes: %v", len(m), m["2-39"])
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// The two requests of the api section of the benchmark harness (bench/cmd/benchrun), through the
+// API's handler in memory (no sockets): what the service itself spends per request.
+//
+//	go test ./cmd/supplyplan -run '^$' -bench 'APIScenarioGet|APIEventPost' -benchtime 3s
+func BenchmarkAPIScenarioGet(b *testing.B) {
+	s := MustStart(b, "")
+	r := s.Do("POST", "/api/forecast/scenarios", s.Key("PLANNER"), `{"name":"Benchmark scenario","type":"PROMOTIONAL","assumptions":{"narrative":"steady","globalLiftPct":0.05,"categoryAdjustments":[{"categoryId":"beverages","liftPct":0.1}]}}`)
+	if r.Status != 201 {
+		b.Fatalf("create scenario: %d %s", r.Status, r.Body)
+	}
+	id := str(r.JSON(b)["scenario"].(map[string]any), "id")
+	h := s.Main.API.Handler()
+	auth := "Bearer " + s.Key("PLANNER")
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var ctx fasthttp.RequestCtx
+		for pb.Next() {
+			ctx.Request.Reset()
+			ctx.Response.Reset()
+			ctx.Request.SetRequestURI("/api/forecast/scenarios/" + id)
+			ctx.Request.Header.SetMethod("GET")
+			ctx.Request.Header.Set("Authorization", auth)
+			h(&ctx)
+			if ctx.Response.StatusCode() != 200 {
+				b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+			}
+		}
+	})
+}
+
+// Durable writes from 64 concurrent clients (each waits for its fsync), as in the harness.
+func BenchmarkAPIEventPost(b *testing.B) {
+	s := MustStart(b, "")
+	var products []string
+	for i := range 500 {
+		products = append(products, fmt.Sprintf("sku-%d", i))
+	}
+	s.SeedCatalog(products, nil)
+	h := s.Main.API.Handler()
+	auth := "Bearer " + s.Key("PLANNER")
+	var seq atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var ctx fasthttp.RequestCtx
+		for pb.Next() {
+			i := seq.Add(1)
+			ctx.Request.Reset()
+			ctx.Response.Reset()
+			ctx.Request.SetRequestURI("/api/forecast/events")
+			ctx.Request.Header.SetMethod("POST")
+			ctx.Request.Header.Set("Authorization", auth)
+			ctx.Request.Header.SetContentType("application/json")
+			ctx.Request.SetBodyString(fmt.Sprintf(`{"name":"Promo %d","type":"PROMOTION","startsAt":"2027-03-01T00:00:00Z","endsAt":"2027-03-08T00:00:00Z","value":{"liftPct":0.25,"stackingMode":"MULTIPLICATIVE"},"productMasterId":"sku-%d"}`, i, i%500))
+			h(&ctx)
+			if ctx.Response.StatusCode() != 201 {
+				b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+			}
+		}
+	})
+}
