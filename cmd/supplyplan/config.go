@@ -21,6 +21,8 @@ type Config struct {
 	DebugAddr       string
 	// ForecastCacheMB bounds the memory of computed forecasts kept for reuse.
 	ForecastCacheMB int
+	// GCHeadroomPct bounds the heap's growth past the live data between collections (gc.go).
+	GCHeadroomPct int
 
 	KafkaBrokers string
 	KafkaTopic   string
@@ -106,6 +108,7 @@ func DefaultConfig() Config {
 		BodyBudget:      envInt("SUPPLYPLAN_BODY_BYTES_IN_FLIGHT", 256<<20),
 		SnapshotEvery:   envInt("SUPPLYPLAN_SNAPSHOT_EVERY", 10000),
 		ForecastCacheMB: envInt("SUPPLYPLAN_FORECAST_CACHE_MB", 1024),
+		GCHeadroomPct:   envInt("SUPPLYPLAN_GC_HEADROOM_PCT", 50),
 		DebugAddr:       envString("SUPPLYPLAN_DEBUG_ADDR", ""),
 
 		KafkaBrokers: envString("SUPPLYPLAN_KAFKA_BROKERS", ""),
@@ -194,6 +197,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.TransferCostPerUnit, "transfer-cost-per-unit", c.TransferCostPerUnit, "cost of moving one unit, for estimatedROI (SUPPLYPLAN_TRANSFER_COST_PER_UNIT)")
 	fs.Float64Var(&c.TransferMinStockDiffPc, "transfer-min-stock-difference-pct", c.TransferMinStockDiffPc, "default minStockDifferencePct of recommendation requests (SUPPLYPLAN_TRANSFER_MIN_STOCK_DIFFERENCE_PCT)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
+	fs.IntVar(&c.GCHeadroomPct, "gc-headroom-pct", c.GCHeadroomPct, "how far (percent of the live heap, plus 64 MiB) the heap may grow between garbage collections; 0 leaves Go's default (GOGC=100: it doubles); ignored when GOGC or GOMEMLIMIT is set (SUPPLYPLAN_GC_HEADROOM_PCT)")
 	fs.IntVar(&c.ForecastCacheMB, "forecast-cache-mb", c.ForecastCacheMB, "MiB of computed forecasts kept for reuse across tenants, least recently used out first (SUPPLYPLAN_FORECAST_CACHE_MB)")
 	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
 	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")
