@@ -52,6 +52,7 @@ var benches = []struct {
 	{"forecast", benchForecast},
 	{"oj", benchOJ},
 	{"transfers", benchTransfers},
+	{"memory", benchMemory},
 	{"deliveries", benchDeliveries},
 	{"alerteval", benchAlertEval},
 	{"mcp", benchMCP},
