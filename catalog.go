@@ -42,14 +42,16 @@ type Lot struct {
 
 // InventoryLevel is the stock of one product at one location.
 type InventoryLevel struct {
-	SKU              string             `json:"skuId"`
-	LocationID       string             `json:"locationId"`
-	QuantityOnHand   float64            `json:"quantityOnHand"`
-	QuantityReserved float64            `json:"quantityReserved"`
-	ReorderPoint     float64            `json:"reorderPoint"`
-	Bins             map[string]float64 `json:"bins,omitempty"`
-	Lots             []Lot              `json:"lots,omitempty"`
-	UpdatedAt        time.Time          `json:"updatedAt"`
+	SKU              string  `json:"skuId"`
+	LocationID       string  `json:"locationId"`
+	QuantityOnHand   float64 `json:"quantityOnHand"`
+	QuantityReserved float64 `json:"quantityReserved"`
+	ReorderPoint     float64 `json:"reorderPoint"`
+	// Bins may be shared between the stored levels of a tenant (CatalogState.shareLevel): copy it
+	// (cloneBins) before changing it.
+	Bins      map[string]float64 `json:"bins,omitempty"`
+	Lots      []Lot              `json:"lots,omitempty"`
+	UpdatedAt time.Time          `json:"updatedAt"`
 }
 
 // Available is on hand minus reserved.

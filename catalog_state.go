@@ -2,8 +2,10 @@ package supplyplan
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Record kinds of the catalog.
@@ -86,7 +88,13 @@ func (s *CatalogState) Apply(r Record) error {
 	case KindLocation:
 		return putValue(s.Locations, r)
 	case KindInventory:
-		return putValue(s.Inventory, r)
+		if err := putValue(s.Inventory, r); err != nil {
+			return err
+		}
+		if l, ok := s.Inventory[r.ID]; ok {
+			s.shareLevel(l)
+		}
+		return nil
 	case KindSupplier:
 		return putValue(s.Suppliers, r)
 	case KindPurchaseOrder:
@@ -111,6 +119,55 @@ func (s *CatalogState) quarantineAll() {
 	for id, v := range s.Orders {
 		quarantine(KindOrder, id, v, &s.quarantined)
 	}
+}
+
+// shareLevel makes a stored level share what it can with the rest of the state (a tenant holds
+// millions of levels, docs/decisions.md): its product and location ids become the strings of the
+// product and the location, and bins holding everything in the default bin become the one map of
+// that quantity (sharedDefaultBins). The level is the record's value, fresh for this write.
+func (s *CatalogState) shareLevel(l *InventoryLevel) {
+	if p, ok := s.Products[l.SKU]; ok {
+		l.SKU = p.ID
+	}
+	if loc, ok := s.Locations[l.LocationID]; ok {
+		l.LocationID = loc.ID
+	}
+	l.Bins = shareBins(l.Bins)
+}
+
+// shareAll shares what the levels of a decoded snapshot can share.
+func (s *CatalogState) shareAll() {
+	for _, l := range s.Inventory {
+		s.shareLevel(l)
+	}
+}
+
+// maxSharedBin bounds the quantities whose default-bin map is shared: whole units below it.
+const maxSharedBin = 1 << 16
+
+// defaultBinMaps holds, per whole quantity q, the map {DEFAULT: q}, made on first use. Every
+// level imported without a bin has such a map; a Go map of one entry takes about 250 bytes, more
+// than the rest of the level.
+var defaultBinMaps [maxSharedBin]atomic.Pointer[map[string]float64]
+
+// shareBins returns the shared map with the same content as b when there is one, else b. Stored
+// values are never changed in place (TenantState), so a shared map is never written: a change
+// starts from a copy (cloneBins).
+func shareBins(b map[string]float64) map[string]float64 {
+	if len(b) != 1 {
+		return b
+	}
+	q, ok := b[DefaultBin]
+	if !ok || q < 0 || q >= maxSharedBin || q != math.Trunc(q) || (q == 0 && math.Signbit(q)) {
+		return b
+	}
+	slot := &defaultBinMaps[int(q)]
+	if m := slot.Load(); m != nil {
+		return *m
+	}
+	m := map[string]float64{DefaultBin: q}
+	slot.CompareAndSwap(nil, &m)
+	return *slot.Load()
 }
 
 // takeQuarantined returns the values quarantined since the last call, and forgets them.

@@ -159,7 +159,7 @@ func (s *CatalogState) StockSnapshot(productRef, locationID string, weeks int, n
 			continue
 		}
 		byProduct[l.SKU] = append(byProduct[l.SKU], LocationStock{LocationID: l.LocationID, OnHand: l.QuantityOnHand,
-			Reserved: l.QuantityReserved, ReorderPoint: l.ReorderPoint, InboundByWeek: make([]float64, weeks)})
+			Reserved: l.QuantityReserved, ReorderPoint: l.ReorderPoint})
 	}
 	week0 := WeekStart(now)
 	for _, po := range s.PurchaseOrders {
@@ -188,6 +188,9 @@ func (s *CatalogState) StockSnapshot(productRef, locationID string, weeks int, n
 			locs := byProduct[line.SKU]
 			for i := range locs {
 				if locs[i].LocationID == po.DestinationLocationID {
+					if locs[i].InboundByWeek == nil { // only a level with inbound stock has weeks of it
+						locs[i].InboundByWeek = make([]float64, weeks)
+					}
 					locs[i].InboundByWeek[w] += line.Quantity
 				}
 			}

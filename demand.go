@@ -97,7 +97,8 @@ type DemandStore interface {
 	Series(ctx context.Context, orgID string, key DemandKey, from, to time.Time) ([]WeekValue, error)
 	// SeriesBatch is Series for many keys in one round trip.
 	SeriesBatch(ctx context.Context, orgID string, keys []DemandKey, from, to time.Time) (map[DemandKey][]WeekValue, error)
-	// Keys lists every stored (sku, location, channel) of an organization, sorted.
+	// Keys lists every stored (sku, location, channel) of an organization, sorted, in a new slice
+	// the caller owns.
 	Keys(ctx context.Context, orgID string) ([]DemandKey, error)
 	// Aggregate sums actual and forecasted demand over the query's rows, grouped as asked.
 	Aggregate(ctx context.Context, orgID string, q DemandQuery) ([]DemandAggregate, error)

@@ -12,7 +12,8 @@ package supplyplan
 type Journal interface {
 	// Append queues payload as entry seq of stream; seq increases by one per stream. done is
 	// called exactly once, with nil when the entry is durable (it survives a crash) or with the
-	// error that made it fail.
+	// error that made it fail. The journal may read payload until done is called: the caller
+	// must not change it before.
 	Append(stream string, seq uint64, payload []byte, done func(error))
 	// Barrier calls done once every entry appended to stream before the call is durable (or has
 	// failed: done gets that error). An implementation may wait for more than stream's entries.

@@ -15,7 +15,7 @@ type LocationStock struct {
 	Reserved     float64
 	ReorderPoint float64
 	// InboundByWeek[w] is open purchase-order quantity arriving in week w of the window (week 0 is
-	// the current week).
+	// the current week); weeks past its length (nil: no inbound at all) bring nothing.
 	InboundByWeek []float64
 	// Forecast[w] is the demand forecast of week w.
 	Forecast []float64

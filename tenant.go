@@ -74,6 +74,7 @@ func (s *TenantState) UnmarshalJSON(b []byte) error {
 	s.init()
 	s.CatalogState.quarantineAll()
 	s.TransfersState.quarantineAll()
+	s.CatalogState.shareAll()
 	return nil
 }
 

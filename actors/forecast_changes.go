@@ -204,7 +204,7 @@ func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.C
 			continue
 		}
 		counted++
-		for _, pd := range res[i].Result.Periods {
+		for _, pd := range res[i].periods() {
 			var others supplyplan.LiftStack
 			for _, a := range pd.Events {
 				if a.ID != ref.ID {

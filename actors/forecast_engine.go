@@ -1,13 +1,11 @@
 package actors
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"log/slog"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -100,21 +98,6 @@ func computeHorizon(h int) int {
 		}
 	}
 	return h
-}
-
-// seriesResult is one series' forecast (Result is zero and NoHistory true without history).
-type seriesResult struct {
-	Result       forecast.Result
-	NoHistory    bool
-	HistoryWeeks int
-}
-
-// truncated returns r with its first h periods (sharing them: results are never changed).
-func (r seriesResult) truncated(h int) seriesResult {
-	if len(r.Result.Periods) > h {
-		r.Result.Periods = r.Result.Periods[:h:h]
-	}
-	return r
 }
 
 // DefaultForecastCacheBytes is the default bound of the forecast cache.
@@ -223,96 +206,6 @@ func (t *tenantForecasts) liftsCurrent(w int64, gen uint64, bg bool) bool {
 	return sl != nil && (sl.cur != nil && sl.cur.gen == gen || bg && sl.last != nil && sl.last.gen == gen)
 }
 
-// resultCache is an LRU of computed forecasts bounded in (estimated) bytes.
-type resultCache struct {
-	mu   sync.Mutex
-	max  int64
-	size int64
-	ll   list.List // of *cacheEntry, most recently used first
-	m    map[cacheKey]*list.Element
-}
-
-type cacheKey struct {
-	org       string
-	key       supplyplan.DemandKey
-	asOf      int64 // Unix seconds of the as-of week
-	horizon   int   // computed horizon (computeHorizon)
-	interval  float64
-	model     string
-	point     string
-	transform string
-	noEvents  bool
-}
-
-type cacheEntry struct {
-	k       cacheKey
-	stamp   uint64 // the tenant clock before the inputs were read
-	liftGen uint64 // the lift model used (0: none)
-	res     seriesResult
-	size    int64
-}
-
-func newResultCache(max int64) *resultCache {
-	return &resultCache{max: max, m: map[cacheKey]*list.Element{}}
-}
-
-// entrySize estimates the memory held by a cached forecast.
-func entrySize(r *seriesResult) int64 {
-	n := int64(512 + len(r.Result.Model))
-	for i := range r.Result.Periods {
-		n += 96 + 112*int64(len(r.Result.Periods[i].Events))
-	}
-	return n
-}
-
-// get returns the entries of keys (nil where absent) and marks them used.
-func (c *resultCache) get(keys []cacheKey) []*cacheEntry {
-	out := make([]*cacheEntry, len(keys))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, k := range keys {
-		if el, ok := c.m[k]; ok {
-			c.ll.MoveToFront(el)
-			out[i] = el.Value.(*cacheEntry)
-		}
-	}
-	return out
-}
-
-// put stores entries, evicting the least recently used beyond the bound.
-func (c *resultCache) put(entries []*cacheEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range entries {
-		e.size = entrySize(&e.res)
-		if e.size > c.max {
-			continue
-		}
-		if el, ok := c.m[e.k]; ok {
-			c.size -= el.Value.(*cacheEntry).size
-			el.Value = e
-			c.ll.MoveToFront(el)
-		} else {
-			c.m[e.k] = c.ll.PushFront(e)
-		}
-		c.size += e.size
-		for c.size > c.max {
-			last := c.ll.Back()
-			old := last.Value.(*cacheEntry)
-			c.ll.Remove(last)
-			delete(c.m, old.k)
-			c.size -= old.size
-		}
-	}
-}
-
-// stats returns the number of entries and their estimated bytes.
-func (c *resultCache) stats() (int, int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m), c.size
-}
-
 // eventsOf returns, for each scope (a series, or a total when product and/or location is
 // empty, see TenantState.EventsFor), the events that apply to it, sorted by start then id. Only
 // the events asked for are copied out of the tenant's state.
@@ -363,14 +256,15 @@ func hasLearned(events []*supplyplan.ExternalEvent) bool {
 }
 
 // seriesKeys lists the (sku, location) series of a tenant for channel ALL, or the stored keys of a
-// given channel, optionally of one product and/or location, sorted.
+// given channel, optionally of one product and/or location, sorted. The store's keys are sorted
+// by sku, location, channel, so the channels of a series are adjacent: they are merged in place,
+// without a set or another sort (a tenant of millions of series pages through this).
 func (f *forecaster) seriesKeys(ctx context.Context, org, product, location, channel string) ([]supplyplan.DemandKey, error) {
 	all, err := f.demand.Keys(ctx, org)
 	if err != nil {
 		return nil, fmt.Errorf("list demand series: %w", err)
 	}
-	seen := map[supplyplan.DemandKey]bool{}
-	var out []supplyplan.DemandKey
+	out := all[:0] // Keys returns a slice of the caller's
 	for _, k := range all {
 		if (product != "" && k.SKU != product) || (location != "" && k.Location != location) {
 			continue
@@ -380,21 +274,11 @@ func (f *forecaster) seriesKeys(ctx context.Context, org, product, location, cha
 		} else if k.Channel != channel {
 			continue
 		}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
+		if n := len(out); n > 0 && out[n-1] == k {
+			continue
 		}
+		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.SKU != b.SKU {
-			return a.SKU < b.SKU
-		}
-		if a.Location != b.Location {
-			return a.Location < b.Location
-		}
-		return a.Channel < b.Channel
-	})
 	return out, nil
 }
 
@@ -552,17 +436,21 @@ func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.
 	}
 	out := make([]seriesResult, len(keys))
 	bg := isBackground(ctx)
-	cached := f.cache.get(ckeys)
+	hits := f.cache.get(ckeys)
 	var miss []int
 	t.mu.Lock()
-	for i, c := range cached {
-		if c != nil && t.stampOf(keys[i]) <= c.stamp && (c.liftGen == 0 || t.liftsCurrent(c.k.asOf, c.liftGen, bg)) {
-			out[i] = c.res.truncated(want)
-		} else {
+	for i, c := range hits {
+		if c == nil || !c.serves(want) || t.stampOf(keys[i]) > c.stamp || (c.liftGen != 0 && !t.liftsCurrent(c.key.v.asOf, c.liftGen, bg)) {
 			miss = append(miss, i)
+			hits[i] = nil
 		}
 	}
 	t.mu.Unlock()
+	for i, c := range hits {
+		if c != nil {
+			out[i] = c.result(want)
+		}
+	}
 	if len(miss) == 0 {
 		return out, nil
 	}
@@ -643,7 +531,8 @@ func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.
 	}
 	entries := make([]*cacheEntry, len(miss))
 	for j, i := range miss {
-		e := &cacheEntry{k: ckeys[i], stamp: stamp, res: full[j]}
+		// The entry keeps the weeks asked for: a later call wanting more computes them again.
+		e := &cacheEntry{k: ckeys[i], stamp: stamp, res: full[j].truncated(want)}
 		if events != nil && hasLearned(events[j]) {
 			e.liftGen = liftGen
 		}

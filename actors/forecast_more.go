@@ -23,7 +23,7 @@ func (s *Forecasts) totalSeries(ctx context.Context, org, product, location stri
 		if err != nil {
 			return forecast.Result{}, false, err
 		}
-		return res[0].Result, !res[0].NoHistory, nil
+		return res[0].full(), !res[0].NoHistory, nil
 	}
 	q := supplyplan.DemandQuery{GroupBy: []string{"week"}, To: supplyplan.WeekStart(time.Now()).Add(-time.Nanosecond)}
 	if product != "" {

@@ -212,7 +212,8 @@ func seriesView(k supplyplan.DemandKey, r seriesResult, view scenarioView, chFac
 			factor *= 1 + *as.GlobalLiftPct
 		}
 	}
-	for _, pd := range res.Periods {
+	for i := 0; i < r.numPeriods(); i++ {
+		pd := r.period(i)
 		period := supplyplan.ForecastPeriod{WeekStarting: supplyplan.Date(pd.WeekStart), Baseline: supplyplan.Quantity(pd.Baseline),
 			Events: make([]supplyplan.PeriodEvent, 0, len(pd.Events))}
 		scale := factor

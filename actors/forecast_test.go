@@ -1,6 +1,9 @@
 package actors
 
 import (
+	"fmt"
+	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -96,4 +99,66 @@ func TestResultCacheIsBounded(t *testing.T) {
 	if got[0] == nil || got[1] != nil || got[2] != nil || got[3] == nil {
 		t.Errorf("after eviction: key 0 %v, 1 %v, 5 %v, 14 %v; want 0 and 14 kept, 1 and 5 evicted", got[0] != nil, got[1] != nil, got[2] != nil, got[3] != nil)
 	}
+}
+
+// realResults forecasts a few synthetic series with the engine, as the cache receives them.
+func realResults(t *testing.T, n int) []seriesResult {
+	t.Helper()
+	var out []seriesResult
+	start := time.Date(2023, 1, 2, 0, 0, 0, 0, time.UTC)
+	for s := 0; s < n; s++ {
+		vals := make([]float64, 104)
+		for w := range vals {
+			vals[w] = float64(10 + s + (w*7+s*3)%11)
+		}
+		r, err := forecast.Forecast(forecast.Series{Start: start, Values: vals}, nil, nil, forecast.Options{Horizon: 13, Point: forecast.PointMean})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, seriesResult{Result: r, HistoryWeeks: len(vals)})
+	}
+	return out
+}
+
+// The cache's byte count is what its entries hold on the heap (within a quarter), so that
+// --forecast-cache-mb bounds memory for real; and a result served from it is the one computed.
+func TestResultCacheAccounting(t *testing.T) {
+	results := realResults(t, 8)
+	const n = 20000
+	keys := make([]cacheKey, n)
+	for i := range keys { // the keys' strings belong to the caller (the demand store's, the catalog's)
+		keys[i] = cacheKey{org: "org", key: supplyplan.DemandKey{SKU: fmt.Sprintf("P%05d", i/50), Location: fmt.Sprintf("L%02d", i%50),
+			Channel: supplyplan.ChannelAll}, asOf: 1700000000, horizon: 13, point: forecast.PointMean}
+	}
+	c := newResultCache(1 << 40)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i += 1000 {
+		entries := make([]*cacheEntry, 0, 1000)
+		for j := i; j < i+1000; j++ {
+			entries = append(entries, &cacheEntry{k: keys[j], stamp: 1, res: results[j%len(results)]})
+		}
+		c.put(entries)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	entries, size := c.stats()
+	if entries != n {
+		t.Fatalf("%d entries, want %d", entries, n)
+	}
+	if ratio := float64(size) / float64(grew); ratio < 0.8 || ratio > 1.25 {
+		t.Errorf("the cache counts %d bytes for %d entries, the heap grew by %d (ratio %.2f)", size, n, grew, ratio)
+	}
+	t.Logf("%d bytes an entry (counted %d)", grew/n, size/n)
+	got := c.get(keys[:len(results)])
+	for i, e := range got {
+		want := results[i].truncated(8)
+		r := e.result(8)
+		if !reflect.DeepEqual(r.full(), want.Result) || r.HistoryWeeks != want.HistoryWeeks {
+			t.Fatalf("cached result %d differs from the computed one:\n got %+v\nwant %+v", i, r.full(), want.Result)
+		}
+	}
+	runtime.KeepAlive(keys)
 }

@@ -62,13 +62,29 @@ func (s *Forecasts) globalEventsChanged() { s.fc.bumpEvents("") }
 // demandChanged invalidates the forecasts of a tenant whose demand history changed.
 func (s *Forecasts) demandChanged(org string) { s.fc.bumpDemand(org) }
 
-// meanForecasts forecasts keys with the engine, mean point, straight from its batch run and cache
-// (no copies; nil without a demand store).
-func (s *Forecasts) meanForecasts(ctx context.Context, org string, keys []supplyplan.DemandKey, weeks int, asOf time.Time) ([]seriesResult, error) {
+// meanQuantities forecasts keys with the engine, mean point, straight from its batch run and
+// cache, chunk by chunk, and returns each series' forecast quantities (nil without history; a nil
+// slice without a demand store).
+func (s *Forecasts) meanQuantities(ctx context.Context, org string, keys []supplyplan.DemandKey, weeks int, asOf time.Time) ([][]float64, error) {
 	if s.demand == nil {
 		return nil, nil
 	}
-	return s.fc.run(ctx, org, keys, forecast.Options{Horizon: weeks, Point: forecast.PointMean}, asOf)
+	out := make([][]float64, 0, len(keys))
+	err := s.meanChunks(ctx, org, keys, weeks, asOf, func(_ supplyplan.DemandKey, r *seriesResult) {
+		if r.NoHistory {
+			out = append(out, nil)
+			return
+		}
+		q := make([]float64, r.numPeriods())
+		for w := range q {
+			q[w] = r.period(w).Quantity
+		}
+		out = append(out, q)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ForecastSeries implements supplyplan.Forecaster (mean forecasts: what sums of demand need).
@@ -90,17 +106,14 @@ func (s *Forecasts) ForecastBatch(ctx context.Context, orgID string, keys []supp
 	if s.demand == nil {
 		return map[supplyplan.DemandKey]supplyplan.SeriesForecast{}, nil
 	}
-	res, err := s.fc.run(ctx, orgID, keys, forecast.Options{Horizon: horizon, Point: forecast.PointMean}, asOf)
-	if err != nil {
-		return nil, err
-	}
 	out := make(map[supplyplan.DemandKey]supplyplan.SeriesForecast, len(keys))
-	for i, r := range res {
+	err := s.meanChunks(ctx, orgID, keys, horizon, asOf, func(k supplyplan.DemandKey, r *seriesResult) {
 		if r.NoHistory {
-			continue
+			return
 		}
-		sf := supplyplan.SeriesForecast{Key: keys[i], Model: r.Result.Model}
-		for j, p := range r.Result.Periods {
+		sf := supplyplan.SeriesForecast{Key: k, Model: r.Result.Model}
+		for j := 0; j < r.numPeriods(); j++ {
+			p := r.period(j)
 			if j == 0 {
 				sf.Start = p.WeekStart
 			}
@@ -109,7 +122,31 @@ func (s *Forecasts) ForecastBatch(ctx context.Context, orgID string, keys []supp
 			sf.Lower = append(sf.Lower, p.Lower)
 			sf.Upper = append(sf.Upper, p.Upper)
 		}
-		out[keys[i]] = sf
+		out[k] = sf
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// meanChunk is the number of series a bulk caller forecasts at once: results served from the
+// cache are built per call, so a call over every series of a big tenant is cut in chunks.
+const meanChunk = 8192
+
+// meanChunks forecasts keys (mean point) chunk by chunk and hands each result to fn, in order.
+func (s *Forecasts) meanChunks(ctx context.Context, org string, keys []supplyplan.DemandKey, weeks int, asOf time.Time,
+	fn func(supplyplan.DemandKey, *seriesResult)) error {
+	for len(keys) > 0 {
+		n := min(len(keys), meanChunk)
+		res, err := s.fc.run(ctx, org, keys[:n], forecast.Options{Horizon: weeks, Point: forecast.PointMean}, asOf)
+		if err != nil {
+			return err
+		}
+		for i := range res {
+			fn(keys[i], &res[i])
+		}
+		keys = keys[n:]
+	}
+	return nil
 }

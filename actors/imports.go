@@ -34,6 +34,11 @@ type ImportConfig struct {
 	Workers int
 }
 
+// maxRetainedBodies bounds the request bodies of queued import jobs kept in memory (split into rows);
+// the bodies of jobs queued beyond it are read back from disk when they start. Only the job next in
+// line of a tenant decodes its rows ahead.
+const maxRetainedBodies = 64 << 20
+
 // importManager queues and runs import jobs. Each running job is a hollywood actor ("import/<id>")
 // whose work runs on its own goroutine and reports back to it.
 type importManager struct {
@@ -50,6 +55,7 @@ type importManager struct {
 	bodies   map[string][]byte            // jobID -> request body kept from submission (saves a re-read)
 	split    map[string][]json.RawMessage // jobID -> its rows, split at submission (saves a re-parse)
 	decoders map[string]*decoder          // jobID -> its rows being decoded ahead of the job
+	retained int64                        // bytes of the bodies kept (at most maxRetainedBodies)
 	sem      chan struct{}
 	closing  chan struct{}
 	closed   bool
@@ -147,6 +153,11 @@ func (m *importManager) startNextLocked(orgID string) {
 			return
 		}
 		m.queues[orgID] = m.queues[orgID][1:]
+		if q := m.queues[orgID]; len(q) > 0 { // the job now next in line decodes ahead
+			if rows, ok := m.split[q[0].id]; ok && m.decoders[q[0].id] == nil {
+				m.decoders[q[0].id] = startDecode(q[0].kind, rows, 0, m.chunkOf(q[0].kind))
+			}
+		}
 		rj := &runningJob{queuedJob: next, committed: make(chan struct{})}
 		m.running[orgID] = append(running, rj)
 		m.wg.Add(1)
@@ -170,6 +181,7 @@ func (m *importManager) finished(orgID string, rj *runningJob) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rj.commit()
+	m.retained -= int64(len(m.bodies[rj.id]))
 	delete(m.bodies, rj.id)
 	delete(m.split, rj.id)
 	if d := m.decoders[rj.id]; d != nil {
@@ -312,7 +324,7 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string, rj *run
 	m.mu.Lock()
 	rows := m.split[jobID]
 	m.mu.Unlock()
-	if rows == nil { // resumed after a restart: read and split the stored body
+	if rows == nil { // resumed after a restart, or queued beyond maxRetainedBodies: read and split the stored body
 		body, err := os.ReadFile(m.payloadPath(orgID, jobID))
 		if err != nil {
 			return &jobError{stage: "reading the stored request body", err: supplyplan.Errorf(supplyplan.EUNAVAILABLE, "the request body of this job was lost")}
@@ -709,9 +721,17 @@ func (s *Imports) SubmitImport(ctx context.Context, p supplyplan.Principal, kind
 		return job, err
 	}
 	m.mu.Lock()
-	m.bodies[jobID] = body
-	m.split[jobID] = rows
-	m.decoders[jobID] = startDecode(kind, rows, 0, m.chunkOf(kind))
+	// Keep the body and start decoding it while the jobs queued before run, within a bound: a
+	// client queueing many jobs must not hold their bodies in memory (they are on disk, and a job
+	// whose body was not kept reads it back when it starts).
+	if m.retained+int64(len(body)) <= maxRetainedBodies || len(m.bodies) == 0 {
+		m.retained += int64(len(body))
+		m.bodies[jobID] = body
+		m.split[jobID] = rows
+		if len(m.queues[p.OrgID]) == 0 { // it runs now or next
+			m.decoders[jobID] = startDecode(kind, rows, 0, m.chunkOf(kind))
+		}
+	}
 	m.mu.Unlock()
 	m.enqueue(p.OrgID, jobID, kind)
 	return job, nil

@@ -185,22 +185,18 @@ func (s *Transfers) fillForecasts(ctx context.Context, orgID string, snap []supp
 		}
 	}
 	if engine, ok := f.(*Forecasts); ok {
-		res, err := engine.meanForecasts(ctx, orgID, keys, weeks, now)
+		qs, err := engine.meanQuantities(ctx, orgID, keys, weeks, now)
 		if err != nil {
 			return fmt.Errorf("forecast for recommendations: %w", err)
 		}
-		if res == nil { // no demand store: no forecast
+		if qs == nil { // no demand store: no forecast
 			return nil
 		}
 		i := 0
 		for p := range snap {
 			for l := range snap[p].Locations {
-				if r := res[i]; !r.NoHistory {
-					q := make([]float64, len(r.Result.Periods))
-					for w, pd := range r.Result.Periods {
-						q[w] = pd.Quantity
-					}
-					snap[p].Locations[l].Forecast = q
+				if qs[i] != nil {
+					snap[p].Locations[l].Forecast = qs[i]
 				}
 				i++
 			}

@@ -363,8 +363,10 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 	defer t.mu.Unlock()
 	switch kind {
 	case recUpsert:
+		// Consecutive rows of one series (rowSameKey) are applied together: one layout per run.
 		n := d.count()
-		var sr *series
+		si := int32(-1)
+		run := t.run[:0]
 		for i := 0; i < n && d.err == nil; i++ {
 			flags := d.byte()
 			if flags&rowSameKey == 0 {
@@ -372,21 +374,24 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 				if d.err != nil {
 					break
 				}
-				sr = t.seriesFor(key)
-			} else if sr == nil {
+				if len(run) > 0 {
+					t.upsert(si, run)
+					run = run[:0]
+				}
+				si = t.seriesFor(key)
+			} else if si < 0 {
 				return errCorrupt
 			}
-			day, actual, forecast := d.day(), d.float(), d.float()
+			c := cellv{day: d.day(), actual: d.float(), forecast: d.float(), stockout: flags&rowStockout != 0}
 			if d.err != nil {
 				break
 			}
-			c := sr.at(day)
-			c.actual, c.forecast = actual, forecast
-			c.flags = c.flags&cellSignals | cellImported
-			if flags&rowStockout != 0 {
-				c.flags |= cellStockout
-			}
+			run = append(run, c)
 		}
+		if len(run) > 0 {
+			t.upsert(si, run)
+		}
+		t.run = run[:0]
 	case recSignals:
 		n := d.count()
 		for i := 0; i < n && d.err == nil; i++ {
@@ -405,11 +410,9 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 				continue
 			}
 			t.signals[k] = struct{}{}
-			c := t.seriesFor(key).at(day)
-			c.signals += qty
-			c.flags |= cellSignals
+			t.addSignal(t.seriesFor(key), day, qty)
 		}
-	case recCells:
+	case recCells: // snapshots of earlier versions: a series' cells, each with its own flags
 		ns := d.count()
 		for i := 0; i < ns && d.err == nil; i++ {
 			key := supplyplan.DemandKey{SKU: d.view(), Location: d.view(), Channel: d.view()}
@@ -417,21 +420,41 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 			if d.err != nil {
 				break
 			}
-			sr := t.seriesFor(key)
-			sr.cells = make([]cell, 0, nc)
+			if nc > maxCells {
+				return errCorrupt
+			}
+			cells := t.scratch[:0]
 			for j := 0; j < nc && d.err == nil; j++ {
-				c := cell{flags: d.byte(), day: d.day()}
-				if c.flags&cellImported != 0 {
+				flags := d.byte()
+				c := cellv{day: d.day(), stockout: flags&oldCellStockout != 0}
+				if flags&oldCellImported != 0 {
 					c.actual, c.forecast = d.float(), d.float()
 				}
-				if c.flags&cellSignals != 0 {
+				if flags&oldCellSignals != 0 {
 					c.signals = d.float()
 				}
-				if n := len(sr.cells); n > 0 && sr.cells[n-1].day >= c.day {
+				if n := len(cells); n > 0 && cells[n-1].day >= c.day {
 					return errCorrupt
 				}
-				sr.cells = append(sr.cells, c)
+				cells = append(cells, c)
 			}
+			if d.err != nil {
+				break
+			}
+			t.mut(t.seriesFor(key)).layout(cells, 0)
+			t.scratch = cells[:0]
+		}
+	case recSeries:
+		ns := d.count()
+		for i := 0; i < ns && d.err == nil; i++ {
+			key := supplyplan.DemandKey{SKU: d.view(), Location: d.view(), Channel: d.view()}
+			s, err := decodeSeries(&d)
+			if err != nil {
+				return err
+			}
+			dst := t.mut(t.seriesFor(key))
+			s.sku, s.loc, s.ch, s.next = dst.sku, dst.loc, dst.ch, dst.next
+			*dst = s
 		}
 	case recSigIDs:
 		n := d.count()

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/fsutil"
 )
 
@@ -158,7 +157,7 @@ func (s *EmbeddedStore) replayLog(path string, newest bool) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if len(p) > 0 && (p[0] == recCells || p[0] == recSigIDs || p[0] == recSigKeys || p[0] == recEnd) {
+		if len(p) > 0 && (p[0] == recCells || p[0] == recSeries || p[0] == recSigIDs || p[0] == recSigKeys || p[0] == recEnd) {
 			return 0, fmt.Errorf("open demand store: %s holds a snapshot record at offset %d", filepath.Base(path), fr.off)
 		}
 		if err := s.apply(p, nil); err != nil {
@@ -187,7 +186,7 @@ func (s *EmbeddedStore) loadSnapshot(path string) (int64, error) {
 		if len(p) == 1 && p[0] == recEnd {
 			return fr.off, nil
 		}
-		if p[0] != recCells && p[0] != recSigIDs && p[0] != recSigKeys {
+		if p[0] != recCells && p[0] != recSeries && p[0] != recSigIDs && p[0] != recSigKeys {
 			return 0, fmt.Errorf("open demand store: %s holds a log record", filepath.Base(path))
 		}
 		if err := s.apply(p, nil); err != nil {
@@ -308,24 +307,30 @@ func (s *EmbeddedStore) compact(gen uint64) error {
 	return nil
 }
 
-// snapSeries is a copy of one series taken under its tenant's lock.
-type snapSeries struct {
-	key   supplyplan.DemandKey
-	cells []cell
-}
-
-// writeTenant copies one organization under its read lock and writes it as snapshot frames.
+// writeTenant writes one organization as snapshot frames, as of one instant: under its lock it
+// takes a view of the series pages (the slices, not the series) and the signal keys, then encodes
+// the view without the lock while writes go on. The tenant is frozen meanwhile: a write copies a
+// page of the view before changing a series in it, and a series' data before changing it in
+// place (tenant.mut, series.setInPlace), so the view never changes under the encoder.
 func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tenant) ([]byte, error) {
-	t.mu.RLock()
-	all := make([]snapSeries, 0, len(t.series))
-	for k, sr := range t.series {
-		all = append(all, snapSeries{k, slices.Clone(sr.cells)})
+	t.mu.Lock()
+	t.epoch++
+	t.frozen = true
+	view := make([][]series, len(t.pages))
+	for i := range t.pages {
+		view[i] = t.pages[i].s
 	}
+	names := t.names[:len(t.names):len(t.names)]
 	ids := make([]sigKey, 0, len(t.signals))
 	for k := range t.signals {
 		ids = append(ids, k)
 	}
-	t.mu.RUnlock()
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.frozen = false
+		t.mu.Unlock()
+	}()
 
 	const frameTarget = 1 << 20
 	write := func(b []byte) error {
@@ -334,41 +339,43 @@ func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tena
 		}
 		return nil
 	}
-	for len(all) > 0 {
-		// One frame: as many series as fit in about frameTarget bytes (at least one).
-		n, bytes := 0, 0
-		for n < len(all) && (n == 0 || bytes < frameTarget) {
-			bytes += 64 + len(all[n].cells)*34
-			n++
+	// Frames of about frameTarget bytes: [recSeries, org, count, series...]; the count is written
+	// once the frame is full, so the series are encoded straight from the view.
+	var body []byte
+	count := 0
+	flush := func() error {
+		if count == 0 {
+			return nil
 		}
 		var start int
 		buf, start = beginFrame(buf[:0])
-		buf = append(buf, recCells)
+		buf = append(buf, recSeries)
 		buf = putString(buf, org)
-		buf = binary.AppendUvarint(buf, uint64(n))
-		for _, sr := range all[:n] {
-			buf = putString(buf, sr.key.SKU)
-			buf = putString(buf, sr.key.Location)
-			buf = putString(buf, sr.key.Channel)
-			buf = binary.AppendUvarint(buf, uint64(len(sr.cells)))
-			for i := range sr.cells {
-				c := &sr.cells[i]
-				buf = append(buf, c.flags)
-				buf = binary.AppendVarint(buf, int64(c.day))
-				if c.flags&cellImported != 0 {
-					buf = putFloat(buf, c.actual)
-					buf = putFloat(buf, c.forecast)
-				}
-				if c.flags&cellSignals != 0 {
-					buf = putFloat(buf, c.signals)
+		buf = binary.AppendUvarint(buf, uint64(count))
+		buf = append(buf, body...)
+		body, count = body[:0], 0
+		return write(endFrame(buf, start))
+	}
+	for _, page := range view {
+		for i := range page {
+			sr := &page[i]
+			if sr.n == 0 {
+				continue
+			}
+			body = putString(body, names[sr.sku])
+			body = putString(body, names[sr.loc])
+			body = putString(body, names[sr.ch])
+			body = encodeSeries(body, sr)
+			count++
+			if len(body) >= frameTarget {
+				if err := flush(); err != nil {
+					return buf, err
 				}
 			}
 		}
-		if err := write(endFrame(buf, start)); err != nil {
-			return buf, err
-		}
-		clear(all[:n]) // let the copies go as they are written
-		all = all[n:]
+	}
+	if err := flush(); err != nil {
+		return buf, err
 	}
 	for len(ids) > 0 {
 		n := min(len(ids), frameTarget/len(sigKey{}))

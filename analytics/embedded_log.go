@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"unsafe"
 
 	"github.com/supplyplan/supplyplan"
@@ -39,6 +40,14 @@ const (
 	recSigIDs  byte = 4 // org, n, n x id (snapshots of earlier versions; read only)
 	recEnd     byte = 5 // last frame of a complete snapshot
 	recSigKeys byte = 6 // org, n, n x 16-byte key of a signal id
+	recSeries  byte = 7 // org, nseries, nseries x (sku, location, channel, series: see encodeSeries)
+)
+
+// Flags of a cell in a recCells record (snapshots of earlier versions).
+const (
+	oldCellImported = 1 << iota // the week was imported: actual and forecast follow
+	oldCellStockout             // imported with Stockout
+	oldCellSignals              // signals were added: their sum follows
 )
 
 // sigKey identifies an applied signal id in the dedup set: the first 16 bytes of its SHA-256. A set
@@ -152,6 +161,79 @@ func encodeSignals(buf []byte, org string, signals []supplyplan.DemandSignal) []
 		signals = signals[n:]
 	}
 	return buf
+}
+
+// encodeSeries appends a series in the layout of its columns, trimmed to its cells: n (uvarint),
+// day0 (varint), the widths (wOff, wAct, wFc, wSig: one byte each), a stockout byte (0 or 1),
+// then each present column for n slots.
+func encodeSeries(buf []byte, s *series) []byte {
+	n := int(s.n)
+	buf = binary.AppendUvarint(buf, uint64(n))
+	buf = binary.AppendVarint(buf, int64(s.day0))
+	stock := byte(0)
+	if s.stock {
+		stock = 1
+	}
+	buf = append(buf, s.wOff, s.wAct, s.wFc, s.wSig, stock)
+	act, fc, sig, stk := s.columns()
+	buf = append(buf, s.data[:n*int(s.wOff)]...)
+	buf = append(buf, s.data[act:act+n*int(s.wAct)]...)
+	buf = append(buf, s.data[fc:fc+n*fcWidth(s.wFc)]...)
+	buf = append(buf, s.data[sig:sig+n*int(s.wSig)]...)
+	if s.stock {
+		bits := s.data[stk : stk+(n+7)/8]
+		buf = append(buf, bits...)
+		if n%8 != 0 { // slots past n hold no cell
+			buf[len(buf)-1] &= 1<<(n%8) - 1
+		}
+	}
+	return buf
+}
+
+func validWidth(w uint8) bool { return w == 0 || w == 1 || w == 2 || w == 4 || w == 8 }
+
+// decodeSeries reads what encodeSeries wrote (keys and links are the caller's).
+func decodeSeries(d *dec) (series, error) {
+	var s series
+	n := d.count()
+	day0 := d.day()
+	wOff, wAct, wFc, wSig, stock := d.byte(), d.byte(), d.byte(), d.byte(), d.byte()
+	if d.err != nil {
+		return s, d.err
+	}
+	if n == 0 || n > maxCells || (wOff != 0 && wOff != 2 && wOff != 4) || !validWidth(wAct) ||
+		(wFc != fcSame && !validWidth(wFc)) || !validWidth(wSig) || stock > 1 {
+		return s, errCorrupt
+	}
+	s = series{day0: day0, n: uint16(n), cap: uint16(n), wOff: wOff, wAct: wAct, wFc: wFc, wSig: wSig, stock: stock == 1}
+	size := n * (int(wOff) + int(wAct) + fcWidth(wFc) + int(wSig))
+	if s.stock {
+		size += (n + 7) / 8
+	}
+	if len(d.b) < size {
+		d.fail()
+		return s, d.err
+	}
+	s.data = slices.Clone(d.b[:size])
+	d.b = d.b[size:]
+	// Cells must be in week order and inside the weeks a store holds.
+	prev := int64(math.MinInt64)
+	for i := 0; i < n; i++ {
+		day := int64(s.day0)
+		switch wOff {
+		case 2:
+			day += int64(binary.LittleEndian.Uint16(s.data[2*i:]))
+		case 4:
+			day += int64(binary.LittleEndian.Uint32(s.data[4*i:]))
+		default:
+			day += 7 * int64(i)
+		}
+		if day <= prev || day > math.MaxInt32 {
+			return s, errCorrupt
+		}
+		prev = day
+	}
+	return s, nil
 }
 
 var errCorrupt = errors.New("corrupt record")

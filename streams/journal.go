@@ -86,9 +86,30 @@ type segment struct {
 	first     uint64
 	size      int64 // bytes durable on disk
 	buf       []byte
-	lastSeq   uint64 // newest entry written; MaxUint64 when unknown (reopened file)
+	large     []largeFrame // frames written from their payload, not copied into buf
+	lastSeq   uint64       // newest entry written; MaxUint64 when unknown (reopened file)
 	lastErr   error
 	needsRoll bool
+}
+
+// largeFrame is a frame whose payload (largePayload bytes or more) is written from the caller's
+// slice rather than copied into the segment's buffer: an entry of 100 MB is not held twice while
+// it is written. Its header and payload go after buf[:at].
+type largeFrame struct {
+	at      int
+	header  [frameHeader]byte
+	payload []byte
+}
+
+const largePayload = 1 << 20
+
+// pending is the bytes waiting to be written.
+func (s *segment) pending() int {
+	n := len(s.buf)
+	for _, l := range s.large {
+		n += frameHeader + len(l.payload)
+	}
+	return n
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -257,10 +278,14 @@ func (j *Journal) commit(batch []jreq) {
 				errs[r.stream] = err
 				continue
 			}
-			if len(s.buf) == 0 {
+			if s.pending() == 0 {
 				touched = append(touched, s)
 			}
-			s.buf = appendFrame(s.buf, r.seq, r.payload)
+			if len(r.payload) >= largePayload {
+				s.large = append(s.large, largeFrame{at: len(s.buf), header: frameHeaderOf(r.seq, r.payload), payload: r.payload})
+			} else {
+				s.buf = appendFrame(s.buf, r.seq, r.payload)
+			}
 			s.lastSeq = r.seq
 		case reqRoll:
 			if s := j.segs[r.stream]; s != nil {
@@ -300,7 +325,26 @@ func (j *Journal) commit(batch []jreq) {
 // flush writes each touched segment's buffer and syncs it, in parallel when there are several.
 func (j *Journal) flush(touched []*segment) {
 	one := func(s *segment) {
-		n, err := s.f.WriteAt(s.buf, s.size)
+		off := s.size
+		write := func(b []byte) error {
+			n, err := s.f.WriteAt(b, off)
+			off += int64(n)
+			return err
+		}
+		var err error
+		prev := 0
+		for i := 0; i < len(s.large) && err == nil; i++ {
+			l := &s.large[i]
+			if err = write(s.buf[prev:l.at]); err == nil {
+				if err = write(l.header[:]); err == nil {
+					err = write(l.payload)
+				}
+			}
+			prev = l.at
+		}
+		if err == nil {
+			err = write(s.buf[prev:])
+		}
 		if err == nil {
 			err = s.f.Sync()
 		}
@@ -309,8 +353,10 @@ func (j *Journal) flush(touched []*segment) {
 			_ = s.f.Truncate(s.size)
 			s.lastErr = fmt.Errorf("journal write: %w", err)
 		} else {
-			s.size += int64(n)
+			s.size = off
 		}
+		clear(s.large)
+		s.large = s.large[:0]
 		s.buf = s.buf[:0]
 		if cap(s.buf) > 8<<20 {
 			s.buf = nil
@@ -338,7 +384,7 @@ func (j *Journal) flush(touched []*segment) {
 func (j *Journal) segmentFor(stream string, seq uint64) (*segment, error) {
 	s := j.segs[stream]
 	forceNew := false
-	if s != nil && (s.needsRoll || s.size+int64(len(s.buf)) >= j.cfg.SegmentBytes) && len(s.buf) == 0 {
+	if s != nil && (s.needsRoll || s.size+int64(s.pending()) >= j.cfg.SegmentBytes) && s.pending() == 0 {
 		if s.f != nil {
 			_ = s.f.Close()
 		}
@@ -399,13 +445,19 @@ func (j *Journal) streamDir(stream string) (string, error) {
 }
 
 func appendFrame(buf []byte, seq uint64, payload []byte) []byte {
+	h := frameHeaderOf(seq, payload)
+	buf = append(buf, h[:]...)
+	return append(buf, payload...)
+}
+
+// frameHeaderOf is the header of a frame: payload length, crc32c of seq and payload, seq.
+func frameHeaderOf(seq uint64, payload []byte) [frameHeader]byte {
 	var h [frameHeader]byte
 	binary.LittleEndian.PutUint32(h[0:4], uint32(len(payload)))
 	binary.LittleEndian.PutUint64(h[8:16], seq)
 	crc := crc32.Update(crc32.Checksum(h[8:16], castagnoli), castagnoli, payload)
 	binary.LittleEndian.PutUint32(h[4:8], crc)
-	buf = append(buf, h[:]...)
-	return append(buf, payload...)
+	return h
 }
 
 func segmentName(first uint64) string { return fmt.Sprintf("%020d.wal", first) }

@@ -21,6 +21,8 @@ type Config struct {
 	DebugAddr       string
 	// ForecastCacheMB bounds the memory of computed forecasts kept for reuse.
 	ForecastCacheMB int
+	// GCHeadroomPct bounds the heap's growth past the live data between collections (gc.go).
+	GCHeadroomPct int
 
 	KafkaBrokers string
 	KafkaTopic   string
@@ -118,6 +120,7 @@ func DefaultConfig() Config {
 		BodyBudget:      envInt("SUPPLYPLAN_BODY_BYTES_IN_FLIGHT", 256<<20),
 		SnapshotEvery:   envInt("SUPPLYPLAN_SNAPSHOT_EVERY", 10000),
 		ForecastCacheMB: envInt("SUPPLYPLAN_FORECAST_CACHE_MB", 1024),
+		GCHeadroomPct:   envInt("SUPPLYPLAN_GC_HEADROOM_PCT", 50),
 		DebugAddr:       envString("SUPPLYPLAN_DEBUG_ADDR", ""),
 
 		KafkaBrokers: envString("SUPPLYPLAN_KAFKA_BROKERS", ""),
@@ -219,6 +222,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AllocationCommitOnAllocate, "allocation-commit-on-allocate", c.AllocationCommitOnAllocate, "create reservations COMMITTED (no expiry) instead of HELD (SUPPLYPLAN_ALLOCATION_COMMIT_ON_ALLOCATE)")
 	fs.Float64Var(&c.AllocationSafetyShare, "allocation-safety-stock-share", c.AllocationSafetyShare, "part of each level's reorder point allocation may not promise, 0 to 1 (SUPPLYPLAN_ALLOCATION_SAFETY_STOCK_SHARE)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
+	fs.IntVar(&c.GCHeadroomPct, "gc-headroom-pct", c.GCHeadroomPct, "how far (percent of the live heap, plus 64 MiB) the heap may grow between garbage collections; 0 leaves Go's default (GOGC=100: it doubles); ignored when GOGC or GOMEMLIMIT is set (SUPPLYPLAN_GC_HEADROOM_PCT)")
 	fs.IntVar(&c.ForecastCacheMB, "forecast-cache-mb", c.ForecastCacheMB, "MiB of computed forecasts kept for reuse across tenants, least recently used out first (SUPPLYPLAN_FORECAST_CACHE_MB)")
 	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
 	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")

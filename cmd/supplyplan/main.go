@@ -88,6 +88,7 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 		return err
 	}
 	slog.SetDefault(logger) // hollywood logs through the default logger
+	defer gcHeadroom(cfg.GCHeadroomPct)()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 

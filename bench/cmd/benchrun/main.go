@@ -53,6 +53,7 @@ var benches = []struct {
 	{"oj", benchOJ},
 	{"transfers", benchTransfers},
 	{"allocation", benchAllocation},
+	{"memory", benchMemory},
 	{"deliveries", benchDeliveries},
 	{"alerteval", benchAlertEval},
 	{"mcp", benchMCP},
