@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,26 +131,39 @@ func TestResultCacheAccounting(t *testing.T) {
 		keys[i] = cacheKey{org: "org", key: supplyplan.DemandKey{SKU: fmt.Sprintf("P%05d", i/50), Location: fmt.Sprintf("L%02d", i%50),
 			Channel: supplyplan.ChannelAll}, asOf: 1700000000, horizon: 13, point: forecast.PointMean}
 	}
-	c := newResultCache(1 << 40)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i += 1000 {
-		entries := make([]*cacheEntry, 0, 1000)
-		for j := i; j < i+1000; j++ {
-			entries = append(entries, &cacheEntry{k: keys[j], stamp: 1, res: results[j%len(results)]})
+	// Three measurements, the median ratio: goroutines left by earlier tests of the package can
+	// free or allocate during one of them (a full run once read 391 bytes an entry for 605).
+	var c *resultCache
+	var size, grew int64
+	ratios := make([]float64, 0, 3)
+	for range 3 {
+		c = newResultCache(1 << 40)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := 0; i < n; i += 1000 {
+			entries := make([]*cacheEntry, 0, 1000)
+			for j := i; j < i+1000; j++ {
+				entries = append(entries, &cacheEntry{k: keys[j], stamp: 1, res: results[j%len(results)]})
+			}
+			c.put(entries)
 		}
-		c.put(entries)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		grew = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		var entries int
+		entries, size = c.stats()
+		if entries != n {
+			t.Fatalf("%d entries, want %d", entries, n)
+		}
+		ratios = append(ratios, float64(size)/float64(grew))
+		if len(ratios) < 3 {
+			c = nil
+		}
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	entries, size := c.stats()
-	if entries != n {
-		t.Fatalf("%d entries, want %d", entries, n)
-	}
-	if ratio := float64(size) / float64(grew); ratio < 0.8 || ratio > 1.25 {
-		t.Errorf("the cache counts %d bytes for %d entries, the heap grew by %d (ratio %.2f)", size, n, grew, ratio)
+	slices.Sort(ratios)
+	if ratio := ratios[1]; ratio < 0.8 || ratio > 1.25 {
+		t.Errorf("the cache counts %d bytes for %d entries, the heap grew by %d (median ratio of three %.2f; %.2f)", size, n, grew, ratio, ratios)
 	}
 	t.Logf("%d bytes an entry (counted %d)", grew/n, size/n)
 	got := c.get(keys[:len(results)])
