@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -477,6 +478,7 @@ func bare(args []string) {
 	bodyFile := fs.String("body", "", "file holding the response body")
 	status := fs.Int("status", 200, "response status")
 	_ = fs.Parse(args)
+	exitOnInterrupt()
 	body, err := os.ReadFile(*bodyFile)
 	must(err)
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
@@ -488,6 +490,19 @@ func bare(args []string) {
 	must(err)
 	fmt.Printf("listening bare http://%s\n", ln.Addr())
 	must(srv.Serve(ln))
+}
+
+// exitOnInterrupt makes a baseline server end on SIGINT. A process started in the background by a
+// shell without job control (`make bench &`, nohup, CI) inherits SIGINT as ignored, and a Go
+// program keeps an ignored signal ignored unless it asks for it: without this the harness's stop
+// waited 30 s and reported the baseline as killed.
+func exitOnInterrupt() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt)
+	go func() {
+		<-c
+		os.Exit(0)
+	}()
 }
 
 // startBare starts a bare server returning body with status, in its own process.

@@ -193,6 +193,7 @@ func bareNetHTTP(args []string) {
 	fs := flag.NewFlagSet("barenet", flag.ExitOnError)
 	bodyFile := fs.String("body", "", "file holding the response body")
 	_ = fs.Parse(args)
+	exitOnInterrupt()
 	body, err := os.ReadFile(*bodyFile)
 	must(err)
 	ln, err := listen()
