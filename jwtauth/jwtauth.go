@@ -55,7 +55,7 @@ const (
 
 // Claims are the verified claims of one token.
 type Claims struct {
-	Issuer, Subject, Audience, ID, Org string // ID is jti; Org is the `org` claim (organization id or slug)
+	Issuer, Subject, Audience, ID, Org string   // ID is jti; Org is the `org` claim (organization id or slug)
 	Scopes                             []string // from the space-separated `scope` claim
 	IssuedAt, NotBefore, ExpiresAt     time.Time
 }
