@@ -7,6 +7,7 @@ package jwtauth
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/supplyplan/supplyplan/internal/strictjson"
 )
 
 // Scopes of the loop runtime.
@@ -261,6 +263,9 @@ func (v *Verifier) Authenticate(ctx context.Context, bearer string, mutating boo
 	if aerr != nil {
 		return Claims{}, aerr
 	}
+	if aerr := strictSegments(raw); aerr != nil {
+		return Claims{}, aerr
+	}
 	mc := jwt.MapClaims{}
 	var keyErr *Error
 	tok, err := v.parser.ParseWithClaims(raw, mc, func(t *jwt.Token) (any, error) {
@@ -295,6 +300,9 @@ func (v *Verifier) Authenticate(ctx context.Context, bearer string, mutating boo
 // bearerToken takes the token out of "Bearer <token>" or a bare token.
 func bearerToken(s string) (string, *Error) {
 	s = strings.TrimSpace(s)
+	if strings.EqualFold(s, "Bearer") {
+		s = ""
+	}
 	if scheme, rest, ok := strings.Cut(s, " "); ok {
 		if !strings.EqualFold(scheme, "Bearer") {
 			return "", &Error{Status: http.StatusUnauthorized, Code: CodeInvalidRequest, Description: "use the Bearer authentication scheme"}
@@ -308,6 +316,27 @@ func bearerToken(s string) (string, *Error) {
 		return "", invalidToken(fmt.Sprintf("token longer than %d bytes", maxTokenBytes))
 	}
 	return s, nil
+}
+
+// strictSegments refuses a header or claims set with a key given twice or invalid UTF-8, which
+// encoding/json (and so golang-jwt) accepts, keeping the last value: `{"iss":"a","iss":"b"}`
+// would be read differently by a component that keeps the first. A segment that does not decode
+// is left to the parser, which reports it as malformed.
+func strictSegments(raw string) *Error {
+	parts := strings.SplitN(raw, ".", 3)
+	if len(parts) != 3 {
+		return nil
+	}
+	for _, p := range parts[:2] {
+		b, err := base64.RawURLEncoding.DecodeString(p)
+		if err != nil {
+			return nil
+		}
+		if _, _, err := strictjson.Check(b, nil); err != nil {
+			return invalidToken("malformed token: a header parameter or claim given twice, or not valid JSON")
+		}
+	}
+	return nil
 }
 
 // key is the Keyfunc: it runs after the header and claims are decoded and the algorithm passed
@@ -405,7 +434,7 @@ func (v *Verifier) claims(mc jwt.MapClaims) (Claims, *Error) {
 		return c, invalidToken(fmt.Sprintf("token lifetime (exp - iat) exceeds %s", v.cfg.MaxLifetime))
 	}
 	var aerr *Error
-	str := func(name string, max int) string {
+	str := func(name string, limit int) string {
 		if aerr != nil {
 			return ""
 		}
@@ -418,8 +447,8 @@ func (v *Verifier) claims(mc jwt.MapClaims) (Claims, *Error) {
 			aerr = invalidToken("token " + name + " claim must be a string")
 		case strings.TrimSpace(s) == "":
 			aerr = invalidToken("token " + name + " claim is empty")
-		case len(s) > max:
-			aerr = invalidToken(fmt.Sprintf("token %s claim longer than %d bytes", name, max))
+		case len(s) > limit:
+			aerr = invalidToken(fmt.Sprintf("token %s claim longer than %d bytes", name, limit))
 		}
 		return s
 	}

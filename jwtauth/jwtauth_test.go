@@ -5,9 +5,11 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +66,20 @@ func TestAuthenticateMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	impostor := edSigner(t, "ed-1") // another key under a known kid
+	// A claim given twice: encoding/json keeps the last, a reader keeping the first sees another issuer.
+	dupe := func(header, claims string) string {
+		b64 := base64.RawURLEncoding.EncodeToString
+		signing := b64([]byte(header)) + "." + b64([]byte(claims))
+		sig, err := jwt.SigningMethodEdDSA.Sign(signing, ed.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return signing + "." + b64(sig)
+	}
+	body := func(iss string) string {
+		return `"aud":"supplyplan-loops","sub":"user-1","jti":"jti-hand","org":"demo","scope":"loops:write","iat":` +
+			strconv.FormatInt(now.Unix(), 10) + `,"exp":` + strconv.FormatInt(now.Add(time.Minute).Unix(), 10) + iss + `}`
+	}
 
 	for _, tc := range []struct {
 		name  string
@@ -85,6 +101,9 @@ func TestAuthenticateMatrix(t *testing.T) {
 		{"unknown kid", signer{method: ed.method, key: ed.key, kid: "nope"}.sign(t, claimsAt(now)), "not a known signing key"},
 		{"critical header", critTok, "critical parameters"},
 		{"malformed", "abc.def", "malformed"},
+		{"hand-made token (the helper below works)", dupe(`{"alg":"EdDSA","kid":"ed-1"}`, `{`+body(`,"iss":"`+testIssuer+`"`)), ""},
+		{"claim given twice", dupe(`{"alg":"EdDSA","kid":"ed-1"}`, `{"iss":"https://evil.example.test",`+body(`,"iss":"`+testIssuer+`"`)), "given twice"},
+		{"header parameter given twice", dupe(`{"alg":"none","alg":"EdDSA","kid":"ed-1"}`, `{`+body(`,"iss":"`+testIssuer+`"`)), "given twice"},
 
 		{"expired", ed.sign(t, with(func(c jwt.MapClaims) { c["iat"], c["exp"] = unix(-10*time.Minute), unix(-2*time.Minute) })), "token expired"},
 		{"expired within leeway", ed.sign(t, with(func(c jwt.MapClaims) { c["iat"], c["exp"] = unix(-10*time.Minute), unix(-59*time.Second) })), ""},
