@@ -50,8 +50,12 @@ func TestJWKSURLRotation(t *testing.T) {
 	clk.Advance(time.Second) // 10 s: one refetch, shared by concurrent callers
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
+	tok := newKey.sign(t, claimsAt(clk.Now()))
 	for range 16 {
-		wg.Go(func() { errs <- auth(newKey) })
+		wg.Go(func() {
+			_, err := v.Authenticate(ctx, tok, false)
+			errs <- err
+		})
 	}
 	wg.Wait()
 	close(errs)
