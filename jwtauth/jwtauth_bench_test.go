@@ -34,3 +34,17 @@ func BenchmarkAuthenticate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMintLocal is the cost of one `supplyplan token` signature (the key file cached).
+func BenchmarkMintLocal(b *testing.B) {
+	dir := b.TempDir()
+	if _, err := EnsureLocalIssuer(dir); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := MintLocal(dir, "demo", []string{ScopeWrite}, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
