@@ -38,6 +38,7 @@ Usage:
   supplyplan loop-catalog [flags]  run only the loop catalog
   supplyplan loop verify [flags] <manifest.json>
                                check a downloaded loop manifest's digest, integrity and signature
+  supplyplan token --org <org> --scope <scopes>  print a loop runtime JWT from the local issuer
   supplyplan version           print the version
 `
 
@@ -60,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return serve(args[0], args[1:], Surfaces{LoopCatalog: true}, stdout, stderr)
 	case "loop":
 		return loopCommand(args[1:], stdout, stderr)
+	case "token":
+		return tokenCommand(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, Version)
 		return nil
