@@ -266,7 +266,9 @@ func (m *importManager) run(orgID string, rj *runningJob, after <-chan struct{})
 		case <-ctx.Done():
 		}
 	}()
+	m.core.metrics.ImportStarted()
 	err := m.runJob(ctx, orgID, jobID, rj, after)
+	m.core.metrics.ImportStopped()
 	switch {
 	case err == nil:
 	case errors.Is(err, errStopping) || ctx.Err() != nil:
@@ -659,6 +661,11 @@ func stopAt(j *supplyplan.ImportJob, why string, now time.Time) {
 // publish announces a finished job on the event bus (import.completed, .partial or .failed) once
 // it, and its outbox entry, are durable.
 func (m *importManager) publish(orgID string, j supplyplan.ImportJob) {
+	var took time.Duration
+	if j.StartedAt != nil && j.CompletedAt != nil {
+		took = j.CompletedAt.Sub(*j.StartedAt)
+	}
+	m.core.metrics.ImportFinished(j.Status, j.AppliedCount, j.FailedCount, j.ProcessedCount, took)
 	if m.events == nil {
 		return
 	}
@@ -733,6 +740,7 @@ func (s *Imports) SubmitImport(ctx context.Context, p supplyplan.Principal, kind
 		}
 	}
 	m.mu.Unlock()
+	s.core.metrics.ImportSubmitted()
 	m.enqueue(p.OrgID, jobID, kind)
 	return job, nil
 }

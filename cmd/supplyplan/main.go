@@ -83,7 +83,7 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	logger, err := newLogger(stderr, cfg.LogLevel)
+	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err
 	}
@@ -106,10 +106,18 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 	return m.Close(closeCtx)
 }
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// newLogger returns the process's logger: text or JSON lines on w at level.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
