@@ -138,7 +138,7 @@ func TakeTokens(buckets []TokenBucket, limits []RateLimit, now int64, out []Rate
 			b.Tokens, b.At, b.Used = float64(l.Burst), now, true
 		}
 		if now > b.At {
-			b.Tokens = math.Min(float64(l.Burst), b.Tokens+float64(now-b.At)*l.RPS/1e9)
+			b.Tokens = round6(math.Min(float64(l.Burst), b.Tokens+float64(now-b.At)*l.RPS/1e9))
 			b.At = now
 		}
 		if b.Tokens < 1 {
@@ -148,12 +148,15 @@ func TakeTokens(buckets []TokenBucket, limits []RateLimit, now int64, out []Rate
 	for i := range buckets {
 		b, l := &buckets[i], limits[i]
 		if ok {
-			b.Tokens--
+			b.Tokens = round6(b.Tokens - 1)
 		}
 		out[i] = RateTakenOf(b.Tokens, l)
 	}
 	return ok
 }
+
+// round6 keeps a millionth of a token: the Redis store keeps the same, so both decide alike.
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 // RateTakenOf describes a bucket of limit l holding tokens.
 func RateTakenOf(tokens float64, l RateLimit) RateTaken {

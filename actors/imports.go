@@ -661,9 +661,14 @@ func stopAt(j *supplyplan.ImportJob, why string, now time.Time) {
 // publish announces a finished job on the event bus (import.completed, .partial or .failed) once
 // it, and its outbox entry, are durable.
 func (m *importManager) publish(orgID string, j supplyplan.ImportJob) {
-	var took time.Duration
-	if j.StartedAt != nil && j.CompletedAt != nil {
-		took = j.CompletedAt.Sub(*j.StartedAt)
+	var took time.Duration // the job's time, or (a one-chunk job starts and ends in one write) since it was accepted
+	if j.CompletedAt != nil {
+		if j.StartedAt != nil {
+			took = j.CompletedAt.Sub(*j.StartedAt)
+		}
+		if took <= 0 {
+			took = j.CompletedAt.Sub(j.CreatedAt)
+		}
 	}
 	m.core.metrics.ImportFinished(j.Status, j.AppliedCount, j.FailedCount, j.ProcessedCount, took)
 	if m.events == nil {

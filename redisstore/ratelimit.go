@@ -60,7 +60,7 @@ for i = 1, n do
   local t, ts = tonumber(v[1]), tonumber(v[2])
   if t == nil or ts == nil then t, ts = burst, now end
   if now > ts then
-    t = math.min(burst, t + (now - ts) * rps / 1000)
+    t = math.floor(math.min(burst, t + (now - ts) * rps / 1000) * 1e6 + 0.5) / 1e6
     ts = now
   end
   tokens[i], stamps[i] = t, ts
@@ -70,7 +70,7 @@ local out = {ok}
 for i = 1, n do
   local rps, burst = tonumber(ARGV[2*i]), tonumber(ARGV[2*i+1])
   local t = tokens[i]
-  if ok == 1 then t = t - 1 end
+  if ok == 1 then t = math.floor((t - 1) * 1e6 + 0.5) / 1e6 end
   redis.call('HSET', KEYS[i], 't', string.format('%.6f', t), 'ts', string.format('%d', stamps[i]))
   redis.call('PEXPIRE', KEYS[i], math.ceil((burst - t) / rps * 1000) + 1000)
   out[#out + 1] = string.format('%.6f', t)
