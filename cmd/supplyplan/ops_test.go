@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -236,19 +235,7 @@ func TestOpsListenerOffByDefault(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-// lines returns the JSON log records written so far.
+// records returns the JSON log records written so far.
 func (b *syncBuffer) records(tb testing.TB) []map[string]any {
 	tb.Helper()
 	b.mu.Lock()
@@ -268,7 +255,7 @@ func (b *syncBuffer) records(tb testing.TB) []map[string]any {
 }
 
 // startLogged starts a server whose log is JSON lines at info into buf.
-func startLogged(t *testing.T, buf io.Writer, mutate ...func(*Config)) *testServer {
+func startJSONLogged(t *testing.T, buf io.Writer, mutate ...func(*Config)) *testServer {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
@@ -326,7 +313,7 @@ func TestRequestLogLines(t *testing.T) {
 		}
 		return 204
 	})
-	s := startLogged(t, buf, outboundTestConfig(""))
+	s := startJSONLogged(t, buf, outboundTestConfig(""))
 	org := s.Creds.Organization.ID
 	v := s.Key("VIEWER")
 
@@ -408,7 +395,7 @@ func TestRequestLogOffAndText(t *testing.T) {
 		t.Fatalf("yaml format: %v", err)
 	}
 	buf := &syncBuffer{}
-	s := startLogged(t, buf, func(c *Config) { c.RequestLog = false })
+	s := startJSONLogged(t, buf, func(c *Config) { c.RequestLog = false })
 	r := doRequest(t, s.URL, "GET", "/health", map[string]string{"X-Request-Id": "quiet-1"}, nil)
 	if r.Status != 200 || r.Header.Get("X-Request-Id") != "quiet-1" {
 		t.Fatalf("status %d, id %q", r.Status, r.Header.Get("X-Request-Id"))

@@ -109,15 +109,6 @@ func TestRateLimitsPerPlan(t *testing.T) {
 	}
 }
 
-func mustRead(tb testing.TB, path string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
 // TestRateLimitsDefaultsDoNotThrottle: the defaults let a burst of requests through that is far
 // beyond what the tests and the benchmark send one key.
 func TestRateLimitsDefaultsDoNotThrottle(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -142,16 +141,6 @@ func benchOps(_ context.Context, e *env) (section, error) {
 	fmt.Fprintf(&b, "- durable writes with metrics and request logs on: %s of off, median %.0f%% (target at least 90%%): **%s**\n", percents(writeRatios), 100*w, verdict(w >= 0.9))
 	fmt.Fprintf(&b, "- the on service wrote %d request log lines (%.1f MB) and counted %.0f requests in `supplyplan_http_requests_total`\n", lines, float64(bytesLogged)/1e6, served)
 	return section{Title: "Operations: metrics and request logs on next to off", Command: "go run ./bench/cmd/benchrun -only ops", Body: b.String()}, nil
-}
-
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 func countLines(path string) (lines int, size int64, err error) {
