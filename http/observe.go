@@ -77,8 +77,7 @@ func logRequest(l *slog.Logger, id, method []byte, route, org string, status int
 	}
 	attrs := make([]slog.Attr, 0, 8)
 	attrs = append(attrs, slog.String("requestId", string(id)), slog.String("method", string(method)),
-		slog.String("route", route), slog.Int("status", status),
-		slog.Float64("durationMs", float64(took.Microseconds())/1000))
+		slog.String("route", route), slog.Int("status", status), slog.Duration("duration", took))
 	if org != "" {
 		attrs = append(attrs, slog.String("org", org))
 	}

@@ -83,7 +83,9 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	logOut := newLineBuffer(stderr, 100*time.Millisecond)
+	defer logOut.Close()
+	logger, err := newLogger(logOut, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err
 	}

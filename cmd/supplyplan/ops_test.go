@@ -327,8 +327,8 @@ func TestRequestLogLines(t *testing.T) {
 		l["org"] != org || l["code"] != nil {
 		t.Fatalf("request line = %v", l)
 	}
-	if d, ok := l["durationMs"].(float64); !ok || d < 0 || d > 10000 {
-		t.Fatalf("durationMs = %v", l["durationMs"])
+	if d, ok := l["duration"].(float64); !ok || d <= 0 || d > 10e9 { // nanoseconds in JSON
+		t.Fatalf("duration = %v", l["duration"])
 	}
 
 	// Without one (or with one that is not a plain token) an id is generated and echoed.
@@ -403,6 +403,38 @@ func TestRequestLogOffAndText(t *testing.T) {
 	for _, rec := range buf.records(t) {
 		if rec["msg"] == "request" {
 			t.Fatalf("request line with --request-log=false: %v", rec)
+		}
+	}
+}
+
+// TestLineBufferKeepsLinesWhole: the log's writer batches INFO lines, writes WARN and ERROR lines at
+// once (with what waits before them), flushes within its interval, and never splits a line.
+func TestLineBufferKeepsLinesWhole(t *testing.T) {
+	var out syncBuffer
+	b := newLineBuffer(&out, 50*time.Millisecond)
+	_, _ = b.Write([]byte("time=1 level=INFO msg=a\n"))
+	if out.String() != "" {
+		t.Fatalf("an INFO line was written at once: %q", out.String())
+	}
+	_, _ = b.Write([]byte(`{"time":"2","level":"WARN","msg":"b"}` + "\n"))
+	if got := out.String(); got != "time=1 level=INFO msg=a\n"+`{"time":"2","level":"WARN","msg":"b"}`+"\n" {
+		t.Fatalf("after a WARN line: %q", got)
+	}
+	_, _ = b.Write([]byte("time=3 level=INFO msg=c\n"))
+	eventually(t, 2*time.Second, func() error {
+		if !strings.HasSuffix(out.String(), "msg=c\n") {
+			return fmt.Errorf("the INFO line is still waiting")
+		}
+		return nil
+	})
+	long := bytes.Repeat([]byte("x"), lineBufferMax/3)
+	for range 7 {
+		_, _ = b.Write(append(append([]byte("level=INFO "), long...), '\n'))
+	}
+	_ = b.Close()
+	for i, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if i >= 3 && len(l) != len("level=INFO ")+len(long) {
+			t.Fatalf("line %d has %d bytes: split", i, len(l))
 		}
 	}
 }
