@@ -208,9 +208,22 @@ func (rl *RateLimiter) take(r *Request, class supplyplan.RateClass, keyID, orgID
 }
 
 // writeHeaders sets RateLimit-Policy and RateLimit on the response (IETF
-// draft-ietf-httpapi-ratelimit-headers): one list item per bucket the request took from.
+// draft-ietf-httpapi-ratelimit-headers): one list item per bucket the request took from. They are
+// sent once one of the buckets is half empty, and on every 429: a client far from its limits gets
+// no extra bytes (the draft lets a server omit them), and the common request costs no header work.
 func (st *rateState) writeHeaders(h *fasthttp.ResponseHeader) {
 	if st.pl == nil || st.n == 0 {
+		return
+	}
+	show := false
+	for i := range st.n {
+		lim := st.pl.key[st.class]
+		if st.org[i] {
+			lim = st.pl.org[st.class]
+		}
+		show = show || 2*st.taken[i].Remaining <= lim.Burst
+	}
+	if !show {
 		return
 	}
 	h.SetBytesV("RateLimit-Policy", st.pl.policy[st.class])

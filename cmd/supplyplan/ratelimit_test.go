@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/supplyplan/supplyplan"
@@ -150,4 +151,23 @@ func TestRateLimitsSharedThroughRedis(t *testing.T) {
 	a.Do("POST", "/api/forecast/scenarios", w, body).Must(t, 201)
 	a.Do("POST", "/api/forecast/scenarios", w, body).Must(t, 201)
 	wantRateLimited(t, b.Do("POST", "/api/forecast/scenarios", w, body), "key")
+}
+
+// TestRateLimitHeadersOnlyNearTheLimit: far from its limits a response carries no RateLimit
+// headers; once a bucket is half empty it does.
+func TestRateLimitHeadersOnlyNearTheLimit(t *testing.T) {
+	s := MustStart(t, "", func(c *Config) { c.RateLimitRPS, c.RateLimitBurst = 0.01, 4 })
+	v := s.Key("VIEWER")
+	if h := doRequest(t, s.URL, "GET", "/api/forecast/scenarios", map[string]string{"Authorization": "Bearer " + v}, nil); h.Header.Get("RateLimit") != "" {
+		t.Fatalf("3 of 4 left: RateLimit %q", h.Header.Get("RateLimit"))
+	}
+	// The organization's bucket refills while the test runs: only its presence is checked.
+	if h := doRequest(t, s.URL, "GET", "/api/forecast/scenarios", map[string]string{"Authorization": "Bearer " + v}, nil); !strings.HasPrefix(h.Header.Get("RateLimit"), `"key-read";r=2;t=200, "org-read";r=`) ||
+		h.Header.Get("RateLimit-Policy") != `"key-read";q=4;w=400, "org-read";q=400000;w=2` {
+		t.Fatalf("half empty: RateLimit %q, policy %q", h.Header.Get("RateLimit"), h.Header.Get("RateLimit-Policy"))
+	}
+	// A fresh key: nothing.
+	if h := doRequest(t, s.URL, "GET", "/api/forecast/scenarios", map[string]string{"Authorization": "Bearer " + s.Key("ADMIN")}, nil); h.Header.Get("RateLimit") != "" || h.Header.Get("RateLimit-Policy") != "" {
+		t.Fatalf("far from the limit: RateLimit %q", h.Header.Get("RateLimit"))
+	}
 }
