@@ -81,41 +81,54 @@ func benchOps(_ context.Context, e *env) (section, error) {
 		return []byte(fmt.Sprintf(`{"name":"Promo %d-%d","type":"PROMOTION","startsAt":"2027-03-01T00:00:00Z","endsAt":"2027-03-08T00:00:00Z","value":{"liftPct":0.25,"stackingMode":"MULTIPLICATIVE"},"productMasterId":"sku-%d"}`, w, i, i%500))
 	}
 	dur := max(e.duration/2, 2*time.Second)
-	read := func(t target) (loadResult, error) {
-		return runLoad(loadSpec{URL: t.getURL, Method: "GET", Headers: t.auth, WantStatus: 200, Concurrency: e.concurrency, Warmup: time.Second, Duration: dur})
+	// phase runs one load phase and also returns the service's CPU time per request (warm-up
+	// included on both sides): on a busy machine it is steadier than the rates.
+	type phaseResult struct {
+		loadResult
+		cpuUS float64
 	}
-	write := func(t target) (loadResult, error) {
-		return runLoad(loadSpec{URL: t.events, Method: "POST", Headers: t.auth, Body: eventBody, WantStatus: 201, Concurrency: e.concurrency, Warmup: time.Second, Duration: dur})
+	phase := func(t target, write bool) (phaseResult, error) {
+		spec := loadSpec{URL: t.getURL, Method: "GET", Headers: t.auth, WantStatus: 200, Concurrency: e.concurrency, Warmup: time.Second, Duration: dur}
+		if write {
+			spec = loadSpec{URL: t.events, Method: "POST", Headers: t.auth, Body: eventBody, WantStatus: 201, Concurrency: e.concurrency, Warmup: time.Second, Duration: dur}
+		}
+		pid := t.svc.cmd.Process.Pid
+		c0 := cpuSeconds(pid)
+		r, err := runLoad(spec)
+		p := phaseResult{loadResult: r}
+		if err == nil && r.RPS > 0 {
+			p.cpuUS = 1e6 * (cpuSeconds(pid) - c0) / (r.RPS * (dur + time.Second).Seconds())
+		}
+		return p, err
 	}
 
 	// Interleaved rounds; the order of off and on alternates so that neither always runs first.
 	const rounds = 3
-	type round struct{ rOff, rOn, wOff, wOn loadResult }
+	type round struct{ rOff, rOn, wOff, wOn phaseResult }
 	var rs []round
 	for i := range rounds {
 		var x round
-		first, second := tOff, tOn
-		a, b := &x.rOff, &x.rOn
-		c, d := &x.wOff, &x.wOn
+		steps := []struct {
+			res   *phaseResult
+			t     target
+			write bool
+		}{{&x.rOff, tOff, false}, {&x.rOn, tOn, false}, {&x.wOff, tOff, true}, {&x.wOn, tOn, true}}
 		if i%2 == 1 {
-			first, second, a, b, c, d = tOn, tOff, b, a, d, c
+			steps[0], steps[1], steps[2], steps[3] = steps[1], steps[0], steps[3], steps[2]
 		}
-		for _, step := range []struct {
-			res  *loadResult
-			fn   func(target) (loadResult, error)
-			t    target
-			name string
-		}{{a, read, first, "read"}, {b, read, second, "read"}, {c, write, first, "write"}, {d, write, second, "write"}} {
-			if *step.res, err = step.fn(step.t); err != nil {
-				return section{}, fmt.Errorf("round %d, %s: %w", i+1, step.name, err)
+		for _, st := range steps {
+			if *st.res, err = phase(st.t, st.write); err != nil {
+				return section{}, fmt.Errorf("round %d: %w", i+1, err)
 			}
 		}
 		rs = append(rs, x)
 	}
-	var readRatios, writeRatios []float64
+	var readRatios, writeRatios, readCPU, writeCPU []float64
 	for _, x := range rs {
 		readRatios = append(readRatios, x.rOn.RPS/x.rOff.RPS)
 		writeRatios = append(writeRatios, x.wOn.RPS/x.wOff.RPS)
+		readCPU = append(readCPU, x.rOn.cpuUS/x.rOff.cpuUS)
+		writeCPU = append(writeCPU, x.wOn.cpuUS/x.wOff.cpuUS)
 	}
 	lines, bytesLogged, err := countLines(logPath)
 	if err != nil {
@@ -128,17 +141,21 @@ func benchOps(_ context.Context, e *env) (section, error) {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Two services started alike on their own data dirs: **off** (`--log-level info --request-log=false`, no `--ops-addr`) and **on** (`--log-level info --log-format json --ops-addr %s`: Prometheus metrics recorded, one JSON request log line per request at info, stderr into a file). %d keep-alive connections, %d interleaved rounds of %s after 1 s warm-up per phase (reads off and on, then writes; the order of off and on alternates); the verdicts take the median of the rounds' ratios.\n\n", opsAddr, e.concurrency, rounds, dur)
-	b.WriteString("| round | service | endpoint | requests/s | p50 | p99 | errors |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| round | service | endpoint | requests/s | p50 | p99 | errors | service CPU per request |\n|---|---|---|---|---|---|---|---|\n")
 	for i, x := range rs {
 		pre := fmt.Sprintf("| %d ", i+1)
-		b.WriteString(pre + "| off " + x.rOff.row("`GET /api/forecast/scenarios/[id]`") + "\n")
-		b.WriteString(pre + "| on " + x.rOn.row("`GET /api/forecast/scenarios/[id]`") + "\n")
-		b.WriteString(pre + "| off " + x.wOff.row("`POST /api/forecast/events` (durable)") + "\n")
-		b.WriteString(pre + "| on " + x.wOn.row("`POST /api/forecast/events` (durable)") + "\n")
+		for _, p := range []struct {
+			r        phaseResult
+			svc, end string
+		}{{x.rOff, "off", "`GET /api/forecast/scenarios/[id]`"}, {x.rOn, "on", "`GET /api/forecast/scenarios/[id]`"},
+			{x.wOff, "off", "`POST /api/forecast/events` (durable)"}, {x.wOn, "on", "`POST /api/forecast/events` (durable)"}} {
+			fmt.Fprintf(&b, "%s| %s %s %.1f µs |\n", pre, p.svc, p.r.row(p.end), p.r.cpuUS)
+		}
 	}
 	r, w := median(readRatios), median(writeRatios)
 	fmt.Fprintf(&b, "\n- reads with metrics and request logs on: %s of off in the three rounds, median %.0f%% (target at least 90%%): **%s**\n", percents(readRatios), 100*r, verdict(r >= 0.9))
 	fmt.Fprintf(&b, "- durable writes with metrics and request logs on: %s of off, median %.0f%% (target at least 90%%): **%s**\n", percents(writeRatios), 100*w, verdict(w >= 0.9))
+	fmt.Fprintf(&b, "- service CPU per request, on against off: reads %s (median %.0f%%), writes %s (median %.0f%%)\n", percents(readCPU), 100*median(readCPU), percents(writeCPU), 100*median(writeCPU))
 	fmt.Fprintf(&b, "- the on service wrote %d request log lines (%.1f MB) and counted %.0f requests in `supplyplan_http_requests_total`\n", lines, float64(bytesLogged)/1e6, served)
 	return section{Title: "Operations: metrics and request logs on next to off", Command: "go run ./bench/cmd/benchrun -only ops", Body: b.String()}, nil
 }
