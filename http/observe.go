@@ -72,19 +72,26 @@ func logRequest(l *slog.Logger, id, method []byte, route, org string, status int
 		level = slog.LevelError
 	}
 	ctx := context.Background()
-	if !l.Enabled(ctx, level) {
+	h := l.Handler()
+	if !h.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 8)
-	attrs = append(attrs, slog.String("requestId", string(id)), slog.String("method", string(method)),
-		slog.String("route", route), slog.Int("status", status), slog.Duration("duration", took))
+	// The record goes to the handler directly: Logger.LogAttrs would also walk the stack for the
+	// caller's PC, which the request log does not show.
+	var attrs [7]slog.Attr
+	n := copy(attrs[:], []slog.Attr{slog.String("requestId", string(id)), slog.String("method", string(method)),
+		slog.String("route", route), slog.Int("status", status), slog.Duration("duration", took)})
 	if org != "" {
-		attrs = append(attrs, slog.String("org", org))
+		attrs[n] = slog.String("org", org)
+		n++
 	}
 	if code != "" {
-		attrs = append(attrs, slog.String("code", code))
+		attrs[n] = slog.String("code", code)
+		n++
 	}
-	l.LogAttrs(ctx, level, "request", attrs...)
+	r := slog.NewRecord(time.Now(), level, "request", 0)
+	r.AddAttrs(attrs[:n]...)
+	_ = h.Handle(ctx, r)
 }
 
 // unmatchedRoutes are the metrics of requests that matched no route, by method (any other method

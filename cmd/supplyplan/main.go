@@ -95,6 +95,7 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 	defer stop()
 
 	m := NewMain(cfg, logger, stdout)
+	m.LogOutput = logOut
 	if err := m.Open(ctx); err != nil {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -108,11 +109,20 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 	return m.Close(closeCtx)
 }
 
-// newLogger returns the process's logger: text or JSON lines on w at level.
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+// parseLevel reads --log-level.
+func parseLevel(level string) (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+		return l, fmt.Errorf("--log-level: %w", err)
+	}
+	return l, nil
+}
+
+// newLogger returns the process's logger: text or JSON lines on w at level.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	l, err := parseLevel(level)
+	if err != nil {
+		return nil, err
 	}
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {

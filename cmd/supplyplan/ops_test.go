@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"regexp"
@@ -261,6 +262,7 @@ func startJSONLogged(t *testing.T, buf io.Writer, mutate ...func(*Config)) *test
 	cfg.DataDir = t.TempDir()
 	cfg.APIAddr = "127.0.0.1:0"
 	cfg.RegistryAddr, cfg.ToolsAddr, cfg.LoopCatalogAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.LogLevel, cfg.LogFormat = "info", "json"
 	for _, f := range mutate {
 		f(&cfg)
 	}
@@ -269,6 +271,7 @@ func startJSONLogged(t *testing.T, buf io.Writer, mutate ...func(*Config)) *test
 		t.Fatal(err)
 	}
 	m := NewMain(cfg, log, io.Discard)
+	m.LogOutput = io.MultiWriter(buf, testLogSink()) // request lines through flatHandler, as under serve
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.Open(ctx); err != nil {
@@ -436,5 +439,43 @@ func TestLineBufferKeepsLinesWhole(t *testing.T) {
 		if i >= 3 && len(l) != len("level=INFO ")+len(long) {
 			t.Fatalf("line %d has %d bytes: split", i, len(l))
 		}
+	}
+}
+
+// TestFlatHandlerWritesWhatSlogWrites: for the request log's records the fast handler writes the
+// line slog's own handler writes (time aside), in both formats; other records go to slog's.
+func TestFlatHandlerWritesWhatSlogWrites(t *testing.T) {
+	at := time.Date(2026, 11, 27, 16, 4, 5, 123456789, time.UTC)
+	attrs := []slog.Attr{slog.String("requestId", "5f1c-1a"), slog.String("method", "GET"), slog.String("route", "/api/x/:id"),
+		slog.Int("status", 404), slog.Duration("duration", 412500*time.Nanosecond), slog.String("org", "org_1"),
+		slog.String("odd", "a b=\"c\"\n\t\\ é <&> \u2028 \x01"), slog.String("empty", ""), slog.Int("neg", -3)}
+	for _, format := range []string{"json", "text"} {
+		var fast, std bytes.Buffer
+		rec := slog.NewRecord(at, slog.LevelError, "request", 0)
+		rec.AddAttrs(attrs...)
+		if err := newFlatHandler(&fast, slog.LevelInfo, format).Handle(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		var h slog.Handler = slog.NewJSONHandler(&std, nil)
+		if format == "text" {
+			h = slog.NewTextHandler(&std, nil)
+		}
+		_ = h.Handle(context.Background(), rec)
+		if fast.String() != std.String() {
+			t.Errorf("%s:\nfast %s\nslog %s", format, fast.String(), std.String())
+		}
+		// A record with another kind of value is slog's own line.
+		fast.Reset()
+		std.Reset()
+		rec = slog.NewRecord(at, slog.LevelInfo, "other", 0)
+		rec.AddAttrs(slog.Bool("ok", true), slog.Float64("x", 1.5))
+		_ = newFlatHandler(&fast, slog.LevelInfo, format).Handle(context.Background(), rec)
+		_ = h.Handle(context.Background(), rec)
+		if fast.String() != std.String() {
+			t.Errorf("%s fallback:\nfast %s\nslog %s", format, fast.String(), std.String())
+		}
+	}
+	if newFlatHandler(io.Discard, slog.LevelWarn, "text").Enabled(context.Background(), slog.LevelInfo) {
+		t.Error("INFO enabled at warn")
 	}
 }

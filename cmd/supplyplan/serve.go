@@ -31,6 +31,9 @@ type Main struct {
 	Config Config
 	Log    *slog.Logger
 	out    io.Writer
+	// LogOutput is where Log writes, when the caller knows it (serve): the request log then
+	// writes its lines there itself (flatHandler), in --log-format. nil: request lines go to Log.
+	LogOutput io.Writer
 
 	lock    *os.File
 	ops     []io.Closer // the operations listeners (--ops-addr, --debug-addr)
@@ -165,6 +168,13 @@ func (m *Main) Open(ctx context.Context) error {
 		var access *slog.Logger
 		if cfg.RequestLog {
 			access = m.Log
+			if m.LogOutput != nil {
+				level, err := parseLevel(cfg.LogLevel)
+				if err != nil {
+					return err
+				}
+				access = slog.New(newFlatHandler(m.LogOutput, level, cfg.LogFormat))
+			}
 		}
 		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
