@@ -47,6 +47,8 @@ type PlanSpec struct {
 	// Match lists provider price ids, price lookup keys, product ids or plan ids that mean this
 	// plan (the plan's own name always matches).
 	Match []string `json:"match,omitempty"`
+	// RateLimits override the --rate-limit-* defaults for the plan's organizations (ratelimit.go).
+	RateLimits *RateLimits `json:"rateLimits,omitempty"`
 }
 
 // PlansConfig maps provider plans to entitlements and capabilities (--plans-file).
@@ -84,6 +86,9 @@ func ParsePlans(b []byte) (PlansConfig, error) {
 		fe := FieldErrors{}
 		validateNames(fe, "entitlements", p.Entitlements)
 		validateNames(fe, "capabilities", p.Capabilities)
+		if p.RateLimits != nil {
+			p.RateLimits.validate(fe, "rateLimits.")
+		}
 		if err := fe.Err(); err != nil {
 			return c, fmt.Errorf("plans: plan %s: %w", name, err)
 		}

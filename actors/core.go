@@ -11,6 +11,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/telemetry"
 )
 
 // Config configures the core.
@@ -26,6 +27,9 @@ type Config struct {
 	// protected safety stock, transfer lead time and cost): one available-to-promise for every
 	// service reading a tenant.
 	Allocation supplyplan.AllocationSettings
+	// Metrics records the actors' figures (mailbox depth, tenants loaded, deliveries, forecasts,
+	// imports); nil: none.
+	Metrics *telemetry.Metrics
 }
 
 // Core is what every service of this package shares: the hollywood engine, the journal, and the
@@ -52,6 +56,10 @@ type Core struct {
 	closed       bool
 
 	quarantined atomic.Int64 // stored values out of bounds left out at load (reportQuarantined)
+
+	metrics *telemetry.Metrics
+	// Transactions waiting in the mailboxes of each kind of actor (supplyplan_actor_mailbox_depth).
+	queuedTenant, queuedPlatform, queuedOutbound, queuedLoops *atomic.Int64
 }
 
 const platformStream = "platform"
@@ -68,8 +76,11 @@ func NewCore(cfg Config) *Core {
 	if cfg.SnapshotEvery <= 0 {
 		cfg.SnapshotEvery = 10000
 	}
-	c := &Core{cfg: cfg, log: cfg.Logger}
+	c := &Core{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
 	c.index.Store(buildIndex(supplyplan.NewPlatformState()))
+	c.queuedTenant, c.queuedPlatform = cfg.Metrics.Mailbox("tenant"), cfg.Metrics.Mailbox("platform")
+	c.queuedOutbound, c.queuedLoops = cfg.Metrics.Mailbox("outbound"), cfg.Metrics.Mailbox("loops")
+	cfg.Metrics.Gauge("supplyplan_tenants_loaded", func() float64 { return float64(c.TenantsLoaded()) })
 	return c
 }
 
@@ -227,6 +238,18 @@ func (c *Core) tenant(orgID string) (*actor.PID, error) {
 	return pid, nil
 }
 
+// TenantsLoaded returns how many tenants' actors hold their loaded state.
+func (c *Core) TenantsLoaded() int {
+	n := 0
+	c.tenantStates.Range(func(_, v any) bool {
+		if v.(*durable[*supplyplan.TenantState]).isLoaded() {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
 // eachTenant calls fn with the id of every tenant whose actor runs.
 func (c *Core) eachTenant(fn func(orgID string)) {
 	c.tenants.Range(func(k, _ any) bool {
@@ -287,7 +310,7 @@ func tenantTx[T any](ctx context.Context, c *Core, orgID string, fn func(*supply
 		var zero T
 		return zero, err
 	}
-	return ask(ctx, c.engine, pid, fn)
+	return askQueued(ctx, c.engine, pid, c.queuedTenant, fn)
 }
 
 // tenantRead runs a read of a tenant's state. It runs on the caller's goroutine under the state's
@@ -311,7 +334,7 @@ func tenantRead[T any](ctx context.Context, c *Core, orgID string, fn func(*supp
 
 // platformTx runs fn in the platform actor.
 func platformTx[T any](ctx context.Context, c *Core, fn func(*supplyplan.PlatformState) (T, []supplyplan.Record, error)) (T, error) {
-	return ask(ctx, c.engine, c.platformPID, fn)
+	return askQueued(ctx, c.engine, c.platformPID, c.queuedPlatform, fn)
 }
 
 // outboundTx runs fn in the outbound actor of owner.
@@ -321,7 +344,7 @@ func outboundTx[T any](ctx context.Context, c *Core, owner string, fn func(*supp
 		var zero T
 		return zero, err
 	}
-	return ask(ctx, c.engine, pid, fn)
+	return askQueued(ctx, c.engine, pid, c.queuedOutbound, fn)
 }
 
 // pendingEvents returns the domain events of a transaction's records that wait in an outbox (the

@@ -429,6 +429,7 @@ func (m *deliveryManager) attempt(owner string, ids []string) ([]laneResult, err
 			continue
 		}
 		m.count(r)
+		m.logFailed(owner, r)
 		if r.Disabled != "" {
 			m.log.Warn("delivery target disabled", "owner", owner, "target", r.Disabled, "status", r.Delivery.Attempts[len(r.Delivery.Attempts)-1].StatusCode)
 		}
@@ -478,15 +479,38 @@ func (m *deliveryManager) send(p sendPlan) attemptOutcome {
 }
 
 func (m *deliveryManager) count(r supplyplan.AttemptResult) {
+	outcome := "retrying"
 	m.stats.mu.Lock()
-	defer m.stats.mu.Unlock()
 	m.stats.attempts++
 	switch r.Delivery.Status {
 	case supplyplan.DeliverySucceeded:
 		m.stats.succeeded++
+		outcome = "succeeded"
 	case supplyplan.DeliveryFailed:
 		m.stats.failed++
+		outcome = "failed"
 	}
+	m.stats.mu.Unlock()
+	if m.core != nil {
+		m.core.metrics.Delivery(r.Delivery.Target, outcome)
+	}
+}
+
+// logFailed logs a failed attempt at WARN: who, what, the answer, and whether it is retried.
+func (m *deliveryManager) logFailed(owner string, r supplyplan.AttemptResult) {
+	d := &r.Delivery
+	if len(d.Attempts) == 0 || d.Attempts[len(d.Attempts)-1].Success {
+		return
+	}
+	a := d.Attempts[len(d.Attempts)-1]
+	args := []any{"org", owner, "delivery", d.ID, "target", d.Target, "eventType", d.EventType,
+		"attempt", len(d.Attempts), "maxAttempts", d.MaxAttempts, "statusCode", a.StatusCode, "err", a.Error}
+	if d.NextAttemptAt != nil {
+		args = append(args, "nextAttemptAt", d.NextAttemptAt.UTC().Format(time.RFC3339))
+	} else {
+		args = append(args, "status", d.Status)
+	}
+	m.log.Warn("delivery attempt failed", args...)
 }
 
 // plan reads a delivery's current target (URL, secrets, enabled) and builds the message; a

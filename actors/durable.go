@@ -38,6 +38,9 @@ type txMsg[S State] struct {
 	fn    txFunc[S]
 	reply chan txReply
 	claim *supplyplan.IdempotencyClaim
+	// queued counts the transactions sent to actors of this kind and not yet taken from the
+	// mailbox (the actor mailbox depth metric); nil: not counted.
+	queued *atomic.Int64
 }
 
 // respond answers the transaction (exactly once) and tells its claim the outcome is known.
@@ -125,6 +128,9 @@ func (d *durable[S]) Receive(c *actor.Context) {
 	case loadedMsg[S]:
 		d.onLoaded(m)
 	case txMsg[S]:
+		if m.queued != nil {
+			m.queued.Add(-1)
+		}
 		if !d.loaded {
 			if d.loadErr != nil {
 				m.respond(txReply{stream: d.stream, err: d.unavailable()})
@@ -376,6 +382,13 @@ func (d *durable[S]) applyAll(recs []supplyplan.Record) (err error) {
 	return nil
 }
 
+// isLoaded reports whether the actor holds its loaded state.
+func (d *durable[S]) isLoaded() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.loaded
+}
+
 // read runs fn against the state on the caller's goroutine, under the read lock, when the state is
 // loaded and every write applied to it is durable, and reports whether it did; otherwise (loading,
 // or a write still waiting for its fsync: a read must not see it) the caller asks the actor. fn
@@ -488,13 +501,21 @@ func (d *durable[S]) drain(m drainMsg) {
 
 // ask sends fn to the actor at pid and waits for its reply or ctx's end.
 func ask[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
+	return askQueued(ctx, e, pid, nil, fn)
+}
+
+// askQueued is ask counting the transaction in queued while it waits in the actor's mailbox.
+func askQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
 	var zero T
 	reply := make(chan txReply, 1)
 	claim := supplyplan.IdempotencyOf(ctx)
 	if claim != nil {
 		claim.TxStarted()
 	}
-	e.Send(pid, txMsg[S]{reply: reply, claim: claim, fn: func(s S) (any, []supplyplan.Record, error) {
+	if queued != nil {
+		queued.Add(1)
+	}
+	e.Send(pid, txMsg[S]{reply: reply, claim: claim, queued: queued, fn: func(s S) (any, []supplyplan.Record, error) {
 		v, recs, err := fn(s)
 		return v, recs, err
 	}})

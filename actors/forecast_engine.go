@@ -111,7 +111,12 @@ func newForecaster(core *Core, demand supplyplan.DemandStore, cacheBytes int64) 
 	if core != nil {
 		log = core.log
 	}
-	return &forecaster{core: core, demand: demand, log: log, t: map[string]*tenantForecasts{}, cache: newResultCache(cacheBytes)}
+	f := &forecaster{core: core, demand: demand, log: log, t: map[string]*tenantForecasts{}, cache: newResultCache(cacheBytes)}
+	if core != nil {
+		core.metrics.Gauge("supplyplan_forecast_cache_entries", func() float64 { n, _ := f.cache.stats(); return float64(n) })
+		core.metrics.Gauge("supplyplan_forecast_cache_bytes", func() float64 { _, b := f.cache.stats(); return float64(b) })
+	}
+	return f
 }
 
 func (f *forecaster) tenant(org string) *tenantForecasts {
@@ -450,6 +455,9 @@ func (f *forecaster) runWith(ctx context.Context, org string, keys []supplyplan.
 		if c != nil {
 			out[i] = c.result(want)
 		}
+	}
+	if f.core != nil {
+		f.core.metrics.Forecasts(len(keys)-len(miss), len(miss))
 	}
 	if len(miss) == 0 {
 		return out, nil

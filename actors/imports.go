@@ -266,7 +266,9 @@ func (m *importManager) run(orgID string, rj *runningJob, after <-chan struct{})
 		case <-ctx.Done():
 		}
 	}()
+	m.core.metrics.ImportStarted()
 	err := m.runJob(ctx, orgID, jobID, rj, after)
+	m.core.metrics.ImportStopped()
 	switch {
 	case err == nil:
 	case errors.Is(err, errStopping) || ctx.Err() != nil:
@@ -659,6 +661,16 @@ func stopAt(j *supplyplan.ImportJob, why string, now time.Time) {
 // publish announces a finished job on the event bus (import.completed, .partial or .failed) once
 // it, and its outbox entry, are durable.
 func (m *importManager) publish(orgID string, j supplyplan.ImportJob) {
+	var took time.Duration // the job's time, or (a one-chunk job starts and ends in one write) since it was accepted
+	if j.CompletedAt != nil {
+		if j.StartedAt != nil {
+			took = j.CompletedAt.Sub(*j.StartedAt)
+		}
+		if took <= 0 {
+			took = j.CompletedAt.Sub(j.CreatedAt)
+		}
+	}
+	m.core.metrics.ImportFinished(j.Status, j.AppliedCount, j.FailedCount, j.ProcessedCount, took)
 	if m.events == nil {
 		return
 	}
@@ -733,6 +745,7 @@ func (s *Imports) SubmitImport(ctx context.Context, p supplyplan.Principal, kind
 		}
 	}
 	m.mu.Unlock()
+	s.core.metrics.ImportSubmitted()
 	m.enqueue(p.OrgID, jobID, kind)
 	return job, nil
 }

@@ -61,7 +61,7 @@ func loopTx[T any](ctx context.Context, c *Core, owner string, fn func(*supplypl
 		var zero T
 		return zero, err
 	}
-	return ask(ctx, c.engine, pid, fn)
+	return askQueued(ctx, c.engine, pid, c.queuedLoops, fn)
 }
 
 // LoopCatalogConfig configures the loop catalog service.

@@ -164,7 +164,10 @@ func (s *Server) tenantAccess(r *Request, perm supplyplan.Permission, feat *feat
 			return err
 		}
 	}
-	return supplyplan.Authorize(p, perm)
+	if err := supplyplan.Authorize(p, perm); err != nil {
+		return err
+	}
+	return s.limit(r, classOf(r.Ctx.Method()), &r.Org)
 }
 
 // platform wraps h for a platform endpoint: only the platform (super-administrator) key.

@@ -44,6 +44,16 @@ func (s *Server) importKey(scopes ...supplyplan.Scope) func(handlerFunc) handler
 			}
 			r.Principal = p
 			r.bodyLimit = s.cfg.ImportMaxBytes
+			if s.cfg.RateLimits != nil {
+				class := supplyplan.RateRead
+				if string(r.Ctx.Method()) == "POST" {
+					class = supplyplan.RateImport
+				}
+				org, _ := s.svc.Auth.Organization(p.OrgID)
+				if err := s.limit(r, class, &org); err != nil {
+					return err
+				}
+			}
 			return s.run(r, h)
 		}
 	}

@@ -41,6 +41,8 @@ type Request struct {
 	body      body
 	bodyErr   error
 	bodyRead  bool
+	// rate is what the rate limiter decided, for the response's RateLimit headers.
+	rate rateState
 }
 
 // Body reads the request body once, under the request's limit (413 beyond, before reading when

@@ -3,16 +3,21 @@ package http
 import (
 	"sort"
 	"strings"
+
+	"github.com/supplyplan/supplyplan/internal/telemetry"
 )
 
 // handlerFunc handles one routed request; a returned error is rendered by writeError.
 type handlerFunc func(*Request) error
 
 type route struct {
-	method string
-	segs   []string // ":name" segments are parameters
-	static int      // number of literal segments, to prefer /x/pending over /x/:id
-	h      handlerFunc
+	method  string
+	pattern string   // the route template, as registered ("/api/x/:id"): the route of logs and metrics
+	segs    []string // ":name" segments are parameters
+	static  int      // number of literal segments, to prefer /x/pending over /x/:id
+	h       handlerFunc
+	// obs counts the route's requests (nil without metrics); set once when the server is built.
+	obs *telemetry.Route
 }
 
 // router matches "/a/:id/b" patterns. With a few dozen routes a scan is fast enough and keeps
@@ -25,7 +30,7 @@ func newRouter() *router { return &router{byLen: map[int][]*route{}} }
 
 func (rt *router) handle(method, pattern string, h handlerFunc) {
 	segs := splitPath(pattern)
-	r := &route{method: method, segs: segs, h: h}
+	r := &route{method: method, pattern: pattern, segs: segs, h: h}
 	for _, s := range segs {
 		if !strings.HasPrefix(s, ":") {
 			r.static++
@@ -54,6 +59,24 @@ func (p params) get(name string) string {
 // match returns the handler and parameters for method and path, or nil and the allowed methods of
 // the best path match (empty when no path matches).
 func (rt *router) match(method, path []byte) (handlerFunc, params, string) {
+	r, ps, allow := rt.matchRoute(method, path)
+	if r == nil {
+		return nil, nil, allow
+	}
+	return r.h, ps, ""
+}
+
+// each calls fn with every route.
+func (rt *router) each(fn func(*route)) {
+	for _, rs := range rt.byLen {
+		for _, r := range rs {
+			fn(r)
+		}
+	}
+}
+
+// matchRoute is match returning the route itself (its template and metrics).
+func (rt *router) matchRoute(method, path []byte) (*route, params, string) {
 	segs := splitPath(string(path))
 	var allowed []string
 	bestStatic := -1
@@ -71,7 +94,7 @@ func (rt *router) match(method, path []byte) (handlerFunc, params, string) {
 					ps = append(ps, param{s[1:], segs[i]})
 				}
 			}
-			return r.h, ps, ""
+			return r, ps, ""
 		}
 		bestStatic = r.static
 		allowed = append(allowed, r.method)

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/telemetry"
 )
 
 // Config configures the API server.
@@ -35,6 +36,14 @@ type Config struct {
 	// BodyBudget bounds the request-body bytes held at once; share one between servers to bound
 	// the process. nil: a budget of DefaultBodyBudget for this server alone.
 	BodyBudget *BodyBudget
+	// Metrics counts requests by route template, method and status, with latency histograms
+	// (nil: none).
+	Metrics *telemetry.Metrics
+	// AccessLog writes one line per request (request id, organization, route, status, duration);
+	// nil: none. Errors are logged to Logger either way.
+	AccessLog *slog.Logger
+	// RateLimits throttles requests per API key and per organization (nil: none).
+	RateLimits *RateLimiter
 }
 
 // Services are what the API calls.
@@ -68,6 +77,9 @@ type Server struct {
 	// detached counts keyed requests still running after their client got the timeout's 503.
 	runningOn sync.WaitGroup
 	listener
+	ids requestIDs
+	// unmatched counts the requests no route matched, by method.
+	unmatched unmatchedRoutes
 }
 
 // Close stops the listener, waits for in-flight requests, then for keyed requests that run on
@@ -107,7 +119,10 @@ func NewServer(cfg Config, svc Services) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
+	s.ids.init()
 	s.routes()
+	s.router.each(func(r *route) { r.obs = cfg.Metrics.Route("api", r.method, r.pattern) })
+	s.unmatched = newUnmatchedRoutes(cfg.Metrics, "api")
 	s.listener = newListener("api", cfg.Addr, "supplyplan", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
@@ -115,36 +130,67 @@ func NewServer(cfg Config, svc Services) *Server {
 // Handler exposes the request handler (for in-memory tests and benchmarks).
 func (s *Server) Handler() fasthttp.RequestHandler { return s.handle }
 
+// handle serves one request, then echoes its request id, counts it and logs it.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	var buf [requestIDMax]byte
+	id := s.ids.of(ctx, buf[:0])
+	rt, org, code := s.serve(ctx, id)
+	took := time.Since(start)
+	ctx.Response.Header.SetBytesV(requestIDHeader, id)
+	status := ctx.Response.StatusCode()
+	if rt != nil {
+		rt.obs.Observe(status, took)
+	} else {
+		s.unmatched.of(ctx.Method()).Observe(status, took)
+	}
+	if s.cfg.AccessLog != nil {
+		pattern := unmatchedRoute
+		if rt != nil {
+			pattern = rt.pattern
+		}
+		logRequest(s.cfg.AccessLog, id, ctx.Method(), pattern, org, status, code, took)
+	}
+}
+
+// serve routes and runs one request; it returns the route (nil when none matched), the
+// organization of the caller once known, and the error code of an error answer.
+func (s *Server) serve(ctx *fasthttp.RequestCtx, id []byte) (rt *route, org, code string) {
 	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("handler panic", "path", string(ctx.Path()), "panic", r, "stack", string(debug.Stack()))
+		if p := recover(); p != nil {
+			s.log.Error("handler panic", "requestId", string(id), "path", string(ctx.Path()), "panic", p, "stack", string(debug.Stack()))
 			ctx.ResetBody()
 			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
+			code = supplyplan.EINTERNAL
 		}
 	}()
 	// A request refused on its headers leaves its body unread on the connection: close it.
 	defer discardUnread(ctx)
-	h, params, allow := s.router.match(ctx.Method(), ctx.Path())
-	if h == nil {
+	rt, params, allow := s.router.matchRoute(ctx.Method(), ctx.Path())
+	if rt == nil {
 		if allow != "" {
 			ctx.Response.Header.Set("Allow", allow)
 			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
-			return
+			return nil, "", "METHOD_NOT_ALLOWED"
 		}
 		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
-		return
+		return nil, "", supplyplan.ENOTFOUND
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	r := &Request{Ctx: ctx, Context: rctx, params: params, server: s, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit}
 	defer func() { r.body.release() }()
-	if err := h(r); err != nil {
-		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {
-			s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+	err := rt.h(r)
+	org = r.Principal.OrgID
+	if err != nil {
+		code = supplyplan.ErrorCode(err)
+		if code == supplyplan.EINTERNAL {
+			s.log.Error("request failed", "requestId", string(id), "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
 		}
 		writeError(ctx, err)
 	}
+	r.rate.writeHeaders(&ctx.Response.Header)
+	return rt, org, code
 }
 
 func (s *Server) now() time.Time {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/fsutil"
+	"github.com/supplyplan/supplyplan/internal/telemetry"
 )
 
 // ErrClosed is returned for appends after Close.
@@ -41,6 +42,8 @@ type JournalConfig struct {
 	// never wait). See gather.
 	CommitWait time.Duration
 	Logger     *slog.Logger
+	// Metrics records append latency, group sizes and write+fsync times; nil: none.
+	Metrics *telemetry.Metrics
 }
 
 // Journal is a set of append-only per-stream logs with snapshots. Appends from every stream are
@@ -77,6 +80,8 @@ type jreq struct {
 	seq     uint64
 	payload []byte
 	done    func(error)
+	// at is when the entry was appended (set only when metrics are recorded).
+	at time.Time
 	// rolledCovered receives the first seq of the rolled segment when all its entries are <= seq.
 	rolledCovered *uint64
 }
@@ -147,7 +152,11 @@ func OpenJournal(cfg JournalConfig) (*Journal, error) {
 // Append queues payload as entry seq of stream. done is called from the committer goroutine once the
 // entry is durable (nil) or failed; it must not block. seq must increase within a stream.
 func (j *Journal) Append(stream string, seq uint64, payload []byte, done func(error)) {
-	j.send(jreq{kind: reqAppend, stream: stream, seq: seq, payload: payload, done: done})
+	r := jreq{kind: reqAppend, stream: stream, seq: seq, payload: payload, done: done}
+	if j.cfg.Metrics != nil {
+		r.at = time.Now()
+	}
+	j.send(r)
 }
 
 // Barrier calls done after every entry appended before it is durable: those of stream, and of
@@ -301,7 +310,17 @@ func (j *Journal) commit(batch []jreq) {
 			}
 		}
 	}
+	flushStart := time.Now()
 	j.flush(touched)
+	if m := j.cfg.Metrics; m != nil && len(touched) > 0 {
+		appends := 0
+		for i := range batch {
+			if batch[i].kind == reqAppend {
+				appends++
+			}
+		}
+		m.JournalCommit(appends, time.Since(flushStart))
+	}
 	for _, s := range touched {
 		if s.lastErr != nil {
 			for name, seg := range j.segs {
@@ -315,6 +334,14 @@ func (j *Journal) commit(batch []jreq) {
 		r := &batch[i]
 		if r.done != nil {
 			r.done(errs[r.stream])
+		}
+	}
+	if m := j.cfg.Metrics; m != nil {
+		now := time.Now()
+		for i := range batch {
+			if r := &batch[i]; r.kind == reqAppend && !r.at.IsZero() {
+				m.JournalAppend(now.Sub(r.at))
+			}
 		}
 	}
 	for _, s := range touched {

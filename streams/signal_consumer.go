@@ -15,6 +15,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/backoff"
+	"github.com/supplyplan/supplyplan/internal/telemetry"
 )
 
 // DefaultSignalTopic is the topic demand signals are read from unless configured otherwise.
@@ -56,6 +57,8 @@ type SignalConsumerConfig struct {
 	RetryMax time.Duration // longest such delay [5s]
 
 	Logger *slog.Logger
+	// Metrics records per-partition lag, fetched and dead-lettered messages; nil: none.
+	Metrics *telemetry.Metrics
 }
 
 func (c *SignalConsumerConfig) setDefaults() error {
@@ -449,7 +452,9 @@ func (g *generation) runPartition(genCtx context.Context, a kafka.PartitionAssig
 		<-applierDone
 	}()
 
-	p := &partitionFetcher{c: c, r: r, partition: a.ID, dec: newSignalDecoder(), grp: newSignalGrouper()}
+	lag := c.cfg.Metrics.KafkaPartition(c.cfg.Topic, a.ID)
+	defer lag.Close()
+	p := &partitionFetcher{c: c, r: r, partition: a.ID, dec: newSignalDecoder(), grp: newSignalGrouper(), lag: lag}
 	for {
 		b, err := p.fetchBatch(ctx)
 		if err != nil {
@@ -500,6 +505,7 @@ type partitionFetcher struct {
 	partition int
 	dec       *signalDecoder
 	grp       *signalGrouper
+	lag       *telemetry.PartitionLag // nil without metrics
 }
 
 // fetchBatch waits for a message, then for an in-flight slot (this is where a slow sink stops the
@@ -537,6 +543,7 @@ func (p *partitionFetcher) fetchBatch(ctx context.Context) (*consumerBatch, erro
 	}
 	n := int64(len(b.msgs))
 	c.stats.fetched.Add(n)
+	c.cfg.Metrics.KafkaFetched(int(n))
 	c.stats.addBuffered(n)
 	b.groups = p.grp.take()
 	if err != nil {
@@ -554,6 +561,9 @@ func (p *partitionFetcher) add(b *consumerBatch, m kafka.Message) {
 	i := int32(len(b.msgs))
 	b.msgs = append(b.msgs, m)
 	b.next = m.Offset + 1
+	if m.HighWaterMark > 0 {
+		p.lag.Set(m.HighWaterMark - b.next) // messages behind the partition's end as of this fetch
+	}
 	if reason, msg := p.dec.decode(m.Key, m.Value, p.grp.slot()); reason != "" {
 		c.stats.invalid.Add(1)
 		b.bad = append(b.bad, deadLetter{msg: i, reason: reason, message: msg})
@@ -612,6 +622,7 @@ func (c *SignalConsumer) deadLetter(ctx context.Context, b *consumerBatch) error
 		err := c.dlq.WriteMessages(ctx, out...)
 		if err == nil {
 			c.stats.deadLettered.Add(int64(len(out)))
+			c.cfg.Metrics.KafkaDeadLettered(len(out))
 			c.log.Info("dead-lettered demand signals", "partition", b.partition, "count", len(b.bad),
 				"reasons", reasons, "dlq", c.cfg.DLQTopic)
 			for _, d := range b.bad {
@@ -629,6 +640,7 @@ func (c *SignalConsumer) deadLetter(ctx context.Context, b *consumerBatch) error
 				}
 			}
 			c.stats.deadLettered.Add(int64(len(out) - len(failed)))
+			c.cfg.Metrics.KafkaDeadLettered(len(out) - len(failed))
 			out = failed // only these are written again
 		}
 		if ctx.Err() == nil {

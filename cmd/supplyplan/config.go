@@ -19,6 +19,18 @@ type Config struct {
 	BodyBudget      int
 	SnapshotEvery   int
 	DebugAddr       string
+	// OpsAddr is the operations listener: /metrics, pprof, /debug/memory (off when empty).
+	OpsAddr string
+	// LogFormat is text or json; RequestLog writes one line per API request.
+	LogFormat  string
+	RequestLog bool
+	// Rate limits of the REST API (docs/operations.md#rate-limits); 0 rps: no limit.
+	RateLimitRPS         float64
+	RateLimitBurst       int
+	RateLimitOrgRPS      float64
+	RateLimitOrgBurst    int
+	RateLimitImportRPS   float64
+	RateLimitImportBurst int
 	// ForecastCacheMB bounds the memory of computed forecasts kept for reuse.
 	ForecastCacheMB int
 	// GCHeadroomPct bounds the heap's growth past the live data between collections (gc.go).
@@ -122,6 +134,16 @@ func DefaultConfig() Config {
 		ForecastCacheMB: envInt("SUPPLYPLAN_FORECAST_CACHE_MB", 1024),
 		GCHeadroomPct:   envInt("SUPPLYPLAN_GC_HEADROOM_PCT", 50),
 		DebugAddr:       envString("SUPPLYPLAN_DEBUG_ADDR", ""),
+		OpsAddr:         envString("SUPPLYPLAN_OPS_ADDR", ""),
+		LogFormat:       envString("SUPPLYPLAN_LOG_FORMAT", "text"),
+		RequestLog:      envBool("SUPPLYPLAN_REQUEST_LOG", true),
+
+		RateLimitRPS:         envFloat("SUPPLYPLAN_RATE_LIMIT_RPS", 100000),
+		RateLimitBurst:       envInt("SUPPLYPLAN_RATE_LIMIT_BURST", 200000),
+		RateLimitOrgRPS:      envFloat("SUPPLYPLAN_RATE_LIMIT_ORG_RPS", 200000),
+		RateLimitOrgBurst:    envInt("SUPPLYPLAN_RATE_LIMIT_ORG_BURST", 400000),
+		RateLimitImportRPS:   envFloat("SUPPLYPLAN_RATE_LIMIT_IMPORT_RPS", 100),
+		RateLimitImportBurst: envInt("SUPPLYPLAN_RATE_LIMIT_IMPORT_BURST", 200),
 
 		KafkaBrokers: envString("SUPPLYPLAN_KAFKA_BROKERS", ""),
 		KafkaTopic:   envString("SUPPLYPLAN_KAFKA_TOPIC", "supplyplan.demand-signals"),
@@ -198,7 +220,16 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long SIGTERM waits for in-flight work (SUPPLYPLAN_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&c.BodyLimit, "body-limit", c.BodyLimit, "largest JSON body of the forecasting, transfers, alerts and platform endpoints, bytes (SUPPLYPLAN_BODY_LIMIT)")
 	fs.IntVar(&c.BodyBudget, "body-bytes-in-flight", c.BodyBudget, "request-body bytes held in memory at once across every connection of the API and the tool service; beyond it requests get 503 with Retry-After; at least --import-max-bytes (SUPPLYPLAN_BODY_BYTES_IN_FLIGHT)")
-	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "serve Go pprof at http://<addr>/debug/pprof/ (off when empty) (SUPPLYPLAN_DEBUG_ADDR)")
+	fs.StringVar(&c.OpsAddr, "ops-addr", c.OpsAddr, "operations listener: Prometheus metrics at http://<addr>/metrics, Go pprof at /debug/pprof/, /debug/memory; no authentication, keep it private (off when empty) (SUPPLYPLAN_OPS_ADDR)")
+	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "older name of --ops-addr: serves the same listener (off when empty) (SUPPLYPLAN_DEBUG_ADDR)")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log line format: text or json (SUPPLYPLAN_LOG_FORMAT)")
+	fs.BoolVar(&c.RequestLog, "request-log", c.RequestLog, "log one line per REST API request at info (5xx at error) with its request id, organization, route, status and duration (SUPPLYPLAN_REQUEST_LOG)")
+	fs.Float64Var(&c.RateLimitRPS, "rate-limit-rps", c.RateLimitRPS, "requests per second each API key may make, reads and writes counted apart; 0: no limit; a plan may override it (SUPPLYPLAN_RATE_LIMIT_RPS)")
+	fs.IntVar(&c.RateLimitBurst, "rate-limit-burst", c.RateLimitBurst, "requests an idle API key may make at once (token bucket size) (SUPPLYPLAN_RATE_LIMIT_BURST)")
+	fs.Float64Var(&c.RateLimitOrgRPS, "rate-limit-org-rps", c.RateLimitOrgRPS, "requests per second all the keys of one organization may make together, reads and writes counted apart; 0: no limit (SUPPLYPLAN_RATE_LIMIT_ORG_RPS)")
+	fs.IntVar(&c.RateLimitOrgBurst, "rate-limit-org-burst", c.RateLimitOrgBurst, "token bucket size of an organization's reads and of its writes (SUPPLYPLAN_RATE_LIMIT_ORG_BURST)")
+	fs.Float64Var(&c.RateLimitImportRPS, "rate-limit-import-rps", c.RateLimitImportRPS, "import requests (POST /api/import/...) per second, per key and per organization; 0: no limit (SUPPLYPLAN_RATE_LIMIT_IMPORT_RPS)")
+	fs.IntVar(&c.RateLimitImportBurst, "rate-limit-import-burst", c.RateLimitImportBurst, "import requests an idle key or organization may make at once (SUPPLYPLAN_RATE_LIMIT_IMPORT_BURST)")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", c.KafkaBrokers, "comma-separated Kafka brokers for demand signals; empty = in-process stream only (SUPPLYPLAN_KAFKA_BROKERS)")
 	fs.StringVar(&c.KafkaTopic, "kafka-topic", c.KafkaTopic, "demand-signal topic, keyed by organization id; dead letters go to <topic>.dlq (SUPPLYPLAN_KAFKA_TOPIC)")
 	fs.StringVar(&c.KafkaGroup, "kafka-group", c.KafkaGroup, "consumer group of the demand-signal consumer (SUPPLYPLAN_KAFKA_GROUP)")

@@ -6,22 +6,29 @@ import (
 	"io"
 	"net"
 	"net/http"
-	_ "net/http/pprof" // registers /debug/pprof on the default mux, served only with --debug-addr
+	_ "net/http/pprof" // registers /debug/pprof on the default mux, served only on the operations listener
 	"runtime"
 	"runtime/debug"
 	"time"
+
+	"github.com/supplyplan/supplyplan/internal/telemetry"
 )
 
-// startDebug serves Go's pprof handlers and /debug/memory on addr (an operator-only port: never
-// expose it).
-func startDebug(addr string) (io.Closer, string, error) {
+// startOps serves the operations listener on addr (--ops-addr, or its older name --debug-addr):
+// Prometheus metrics at /metrics, Go's pprof handlers and /debug/memory. It is an operator-only
+// port without authentication: never expose it.
+func startOps(addr string, m *telemetry.Metrics) (io.Closer, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("listen debug: %w", err)
+		return nil, "", fmt.Errorf("listen ops: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/debug/pprof/", http.DefaultServeMux)
 	mux.HandleFunc("/debug/memory", memoryHandler)
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		m.WritePrometheus(w)
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, ln.Addr().String(), nil

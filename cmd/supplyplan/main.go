@@ -86,7 +86,9 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	logger, err := newLogger(stderr, cfg.LogLevel)
+	logOut := newLineBuffer(stderr, 100*time.Millisecond)
+	defer logOut.Close()
+	logger, err := newLogger(logOut, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err
 	}
@@ -96,6 +98,7 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 	defer stop()
 
 	m := NewMain(cfg, logger, stdout)
+	m.LogOutput = logOut
 	if err := m.Open(ctx); err != nil {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -109,10 +112,27 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 	return m.Close(closeCtx)
 }
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// parseLevel reads --log-level.
+func parseLevel(level string) (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+		return l, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return l, nil
+}
+
+// newLogger returns the process's logger: text or JSON lines on w at level.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	l, err := parseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }

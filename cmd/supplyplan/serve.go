@@ -18,6 +18,7 @@ import (
 	"github.com/supplyplan/supplyplan/analytics"
 	sphttp "github.com/supplyplan/supplyplan/http"
 	"github.com/supplyplan/supplyplan/internal/fsutil"
+	"github.com/supplyplan/supplyplan/internal/telemetry"
 	"github.com/supplyplan/supplyplan/outbound"
 	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/rpc"
@@ -30,9 +31,15 @@ type Main struct {
 	Config Config
 	Log    *slog.Logger
 	out    io.Writer
+	// LogOutput is where Log writes, when the caller knows it (serve): the request log then
+	// writes its lines there itself (flatHandler), in --log-format. nil: request lines go to Log.
+	LogOutput io.Writer
 
-	lock     *os.File
-	debug    io.Closer
+	lock    *os.File
+	ops     []io.Closer // the operations listeners (--ops-addr, --debug-addr)
+	opsAddr string
+	// Metrics is the process's metric set, created when an operations listener is configured.
+	Metrics  *telemetry.Metrics
 	Journal  *streams.Journal
 	Demand   demandStore
 	Bus      *streams.Bus
@@ -55,6 +62,7 @@ type Main struct {
 
 	unsubscribe func()
 	gate        *redisstore.Gate
+	rateStore   *redisstore.RateLimits
 	mcp         mcpParts // gateway key store, tool deps and health checks of the MCP surfaces
 	// bodies bounds the request bodies held at once by the API and the tool service together.
 	bodies *sphttp.BodyBudget
@@ -79,6 +87,9 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("--allocation-safety-stock-share: %w", err)
 	}
 	m.bodies = sphttp.NewBodyBudget(int64(cfg.BodyBudget))
+	if cfg.OpsAddr != "" || cfg.DebugAddr != "" {
+		m.Metrics = telemetry.New()
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
@@ -90,7 +101,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.lock = lock
 
 	start := time.Now()
-	j, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(cfg.DataDir, "journal"), Logger: m.Log})
+	j, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(cfg.DataDir, "journal"), Logger: m.Log, Metrics: m.Metrics})
 	if err != nil {
 		return err
 	}
@@ -128,7 +139,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	if cfg.KafkaBrokers != "" {
 		m.Kafka = streams.NewSignalConsumer(streams.SignalConsumerConfig{Brokers: strings.Split(cfg.KafkaBrokers, ","),
-			Topic: cfg.KafkaTopic, GroupID: cfg.KafkaGroup, Logger: m.Log}, m.System.Signals)
+			Topic: cfg.KafkaTopic, GroupID: cfg.KafkaGroup, Logger: m.Log, Metrics: m.Metrics}, m.System.Signals)
 		if err := m.Kafka.Open(); err != nil {
 			return fmt.Errorf("open kafka signal consumer: %w", err)
 		}
@@ -150,9 +161,25 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 
 	if cfg.Surfaces.all().API {
+		limiter, err := m.rateLimiter(plans)
+		if err != nil {
+			return fmt.Errorf("rate limits: %w", err)
+		}
+		var access *slog.Logger
+		if cfg.RequestLog {
+			access = m.Log
+			if m.LogOutput != nil {
+				level, err := parseLevel(cfg.LogLevel)
+				if err != nil {
+					return err
+				}
+				access = slog.New(newFlatHandler(m.LogOutput, level, cfg.LogFormat))
+			}
+		}
 		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
-			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret, BodyBudget: m.bodies},
+			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret, BodyBudget: m.bodies,
+			Metrics: m.Metrics, AccessLog: access, RateLimits: limiter},
 			sphttp.Services{Auth: m.System.Platform, Platform: m.System.Platform, Forecasting: m.System.Forecasting,
 				Catalog: m.System.Catalog, Imports: m.System.Imports, Demand: m.System.Catalog, Transfers: m.System.Transfers,
 				Forecast: m.System.Forecasts, Signals: m.Signals, Alerts: m.System.Alerts, Webhooks: m.System.Webhooks,
@@ -166,13 +193,19 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := m.openSurfaces(); err != nil {
 		return err
 	}
-	if cfg.DebugAddr != "" {
-		d, addr, err := startDebug(cfg.DebugAddr)
+	for _, a := range []string{cfg.OpsAddr, cfg.DebugAddr} {
+		if a == "" || (a == cfg.OpsAddr && a == cfg.DebugAddr && len(m.ops) > 0) {
+			continue
+		}
+		c, addr, err := startOps(a, m.Metrics)
 		if err != nil {
 			return err
 		}
-		m.debug = d
-		fmt.Fprintf(m.out, "listening debug http://%s/debug/pprof/\n", addr)
+		m.ops = append(m.ops, c)
+		if m.opsAddr == "" {
+			m.opsAddr = addr
+		}
+		fmt.Fprintf(m.out, "listening ops http://%s/metrics\n", addr)
 	}
 	return nil
 }
@@ -187,9 +220,10 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 		m.Log.Info("closed", "part", name, "took", time.Since(start))
 	}
-	if m.debug != nil {
-		_ = m.debug.Close()
+	for _, c := range m.ops {
+		_ = c.Close()
 	}
+	m.ops = nil
 	if m.API != nil {
 		step("api", func() error { return m.API.Close(ctx) })
 	}
@@ -223,6 +257,9 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.gate != nil {
 		step("redis gate", func() error { return m.gate.Close(ctx) })
 	}
+	if m.rateStore != nil {
+		step("redis rate limits", func() error { return m.rateStore.Close(ctx) })
+	}
 	if m.Journal != nil {
 		step("journal", m.Journal.Close)
 	}
@@ -235,6 +272,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// OpsAddr is the address of the operations listener ("" when none runs).
+func (m *Main) OpsAddr() string { return m.opsAddr }
 
 // writeCredentials writes the demo credentials file atomically and durably with mode 0600.
 func writeCredentials(path string, c supplyplan.Credentials) error {

@@ -42,7 +42,7 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 	loops actors.LoopCatalogConfig) *System {
 	cfg := m.Config
 	s := &System{}
-	s.Core = actors.NewCore(actors.Config{Journal: journal, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery, Now: cfg.Clock,
+	s.Core = actors.NewCore(actors.Config{Journal: journal, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery, Now: cfg.Clock, Metrics: m.Metrics,
 		Allocation: supplyplan.AllocationSettings{HoldTTL: cfg.AllocationHoldTTL, Retention: cfg.AllocationRetention,
 			CommitOnAllocate: cfg.AllocationCommitOnAllocate, SafetyStock: supplyplan.SafetyStockPolicy{ReorderPointShare: cfg.AllocationSafetyShare},
 			TransferLeadTimeDays: cfg.TransferLeadTimeDays, TransferCostPerUnit: cfg.TransferCostPerUnit}})

@@ -59,6 +59,7 @@ var benches = []struct {
 	{"alerteval", benchAlertEval},
 	{"mcp", benchMCP},
 	{"loops", benchLoops},
+	{"ops", benchOps},
 }
 
 // env is what every benchmark gets.
@@ -71,6 +72,9 @@ type env struct {
 	serviceArgs []string
 	// started are the services of the running section (watched for an early death and peak RSS).
 	started []*service
+	// serviceStderr, when set, receives the stderr of the services started (instead of the
+	// harness's stderr and the kept tail): a service writing a line per request.
+	serviceStderr *os.File
 }
 
 func main() {
@@ -415,6 +419,9 @@ func startServiceOn(e *env, data string, extra ...string) (*service, error) {
 func (e *env) spawn(name string, cmd *exec.Cmd) (*service, *lineReader, error) {
 	s := &service{cmd: cmd, Name: name, tail: &logTail{}}
 	cmd.Stderr = io.MultiWriter(os.Stderr, s.tail)
+	if e.serviceStderr != nil {
+		cmd.Stderr = e.serviceStderr
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, nil, err
