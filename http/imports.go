@@ -109,6 +109,11 @@ func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
 			// own (fasthttp never writes into it); only fasthttp's reused buffer is copied.
 			body = bytes.Clone(body)
 		}
+		if isCSV(r.Ctx.Request.Header.ContentType()) {
+			if body, err = csvImportBody(kind, body, s.cfg.ImportMaxRows); err != nil {
+				return err
+			}
+		}
 		rows, err := importjson.SplitBody(kind, body, s.cfg.ImportMaxRows)
 		if err != nil {
 			return err
@@ -145,14 +150,22 @@ func (s *Server) importStatus(r *Request) error {
 			return err
 		}
 		if j.Done() || !time.Now().Before(deadline) {
-			return r.JSON(fasthttp.StatusOK, viewJob(j))
+			return jobAnswer(r, j)
 		}
 		select {
 		case <-r.Context.Done():
-			return r.JSON(fasthttp.StatusOK, viewJob(j))
+			return jobAnswer(r, j)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// jobAnswer answers a job: JSON, or its row errors as CSV (Accept: text/csv).
+func jobAnswer(r *Request, j supplyplan.ImportJob) error {
+	if wantsCSV(r) {
+		return rowErrorsCSV(r, j)
+	}
+	return r.JSON(fasthttp.StatusOK, viewJob(j))
 }
 
 func (s *Server) listImportJobs(r *Request) error {
