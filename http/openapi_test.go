@@ -154,3 +154,26 @@ func TestOpenAPIRejectsWrongBodies(t *testing.T) {
 		t.Error("an undocumented path validated")
 	}
 }
+
+// TestOpenAPIValidationCatchesErrors checks that the meta-schema check can fail: a document
+// without info, a path parameter not marked required, and a response without a description.
+func TestOpenAPIValidationCatchesErrors(t *testing.T) {
+	for name, edit := range map[string]func(string) string{
+		"no info": func(s string) string { return strings.Replace(s, `"info":`, `"infox":`, 1) },
+		"optional path": func(s string) string {
+			return strings.Replace(s, `"name": "id",`+"\n"+`            "required": true`, `"name": "id",`+"\n"+`            "required": false`, 1)
+		},
+		"bad status key":   func(s string) string { return strings.Replace(s, `"200": {`, `"2000": {`, 1) },
+		"openapi 3.0":      func(s string) string { return strings.Replace(s, `"openapi": "3.1.0"`, `"openapi": "3.0.3"`, 1) },
+		"security not arr": func(s string) string { return strings.Replace(s, `"security": [`, `"security": {"x":[]}, "y": [`, 1) },
+	} {
+		bad := edit(string(apiOpenAPI))
+		if bad == string(apiOpenAPI) {
+			t.Errorf("%s: the edit changed nothing", name)
+			continue
+		}
+		if err := openapitest.ValidateDocument([]byte(bad)); err == nil {
+			t.Errorf("%s: validated", name)
+		}
+	}
+}
