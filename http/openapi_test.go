@@ -2,12 +2,14 @@ package http
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/openapitest"
@@ -176,4 +178,50 @@ func TestOpenAPIValidationCatchesErrors(t *testing.T) {
 			t.Errorf("%s: validated", name)
 		}
 	}
+}
+
+type schemaProbe struct {
+	Name     string              `json:"name"`
+	Note     string              `json:"note,omitempty"`
+	Tags     []string            `json:"tags"`
+	Opt      *int                `json:"opt,omitempty"`
+	Ptr      *float64            `json:"ptr"`
+	At       time.Time           `json:"at"`
+	Qty      supplyplan.Quantity `json:"qty"`
+	Status   supplyplan.Priority `json:"status"`
+	Skip     string              `json:"-"`
+	internal int
+	schemaInner
+}
+
+type schemaInner struct {
+	Inner bool `json:"inner"`
+}
+
+type selfMarshaled struct{}
+
+func (selfMarshaled) MarshalJSON() ([]byte, error) { return []byte(`1`), nil }
+
+// TestSchemaDerivation checks how schemas are derived from Go types: as encoding/json renders them.
+func TestSchemaDerivation(t *testing.T) {
+	ss := newSchemaSet()
+	if got := ss.of(schemaProbe{}); got["$ref"] != "#/components/schemas/schemaProbe" {
+		t.Fatalf("ref = %v", got)
+	}
+	c := ss.components["schemaProbe"]
+	b, _ := json.Marshal(c)
+	want := `{"properties":{"at":{"format":"date-time","type":"string"},"inner":{"type":"boolean"},"name":{"type":"string"},` +
+		`"note":{"type":"string"},"opt":{"type":"integer"},"ptr":{"type":["number","null"]},` +
+		`"qty":{"description":"A quantity, rounded to 2 decimals.","type":"number"},` +
+		`"status":{"enum":["URGENT","HIGH","MEDIUM","LOW"],"type":"string"},"tags":{"items":{"type":"string"},"type":["array","null"]}},` +
+		`"required":["name","tags","ptr","at","qty","status","inner"],"type":"object"}`
+	if string(b) != want {
+		t.Errorf("schema\n got %s\nwant %s", b, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a type with its own MarshalJSON got a schema from its fields")
+		}
+	}()
+	ss.of(selfMarshaled{})
 }
