@@ -83,6 +83,14 @@ func TestCSVNestedLines(t *testing.T) {
 	s := MustStart(t, "")
 	s.SeedCatalog([]string{"P1", "P2"}, []string{"dc", "store"})
 	checkCounts(t, s.importCSV("suppliers", "externalId,name,leadTimeDays\nS1,Acme,7\n"), 1, 0)
+	// A CSV import under an Idempotency-Key is replayed like a JSON one.
+	hdr := map[string]string{"x-api-key": s.Key("import"), "Content-Type": "text/csv", "Idempotency-Key": "csv-suppliers-1"}
+	first := doRequest(t, s.URL, "POST", "/api/import/suppliers", hdr, "externalId,name\nS2,Beta\n")
+	again := doRequest(t, s.URL, "POST", "/api/import/suppliers", hdr, "externalId,name\nS2,Beta\n")
+	if str(first.Must(t, 202), "jobId") != str(again.Must(t, 202), "jobId") || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %s / %s %v", first.Body, again.Body, again.Header)
+	}
+	checkCounts(t, s.WaitJob(s.Key("import"), str(first.JSON(t), "jobId")), 1, 0)
 	pos := "externalPoNumber,supplierId,destinationLocationId,status,lines.skuId,lines.quantity,lines.unitCost\n" +
 		"PO-1,S1,dc,,P1,50,2\n" +
 		"PO-1,,,,P2,20,1.5\n" +
