@@ -103,16 +103,17 @@ func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if !dry && !r.body.owned {
+		switch {
+		case isCSV(r.Ctx.Request.Header.ContentType()):
+			// A CSV body becomes the kind's JSON body (docs/api.md#csv), memory of its own.
+			if body, err = csvImportBody(kind, body, s.cfg.ImportMaxRows); err != nil {
+				return err
+			}
+		case !dry && !r.body.owned:
 			// The job keeps the body after the request: it needs memory of its own, and the rows
 			// split from it alias that memory. A body readBody allocated is already the request's
 			// own (fasthttp never writes into it); only fasthttp's reused buffer is copied.
 			body = bytes.Clone(body)
-		}
-		if isCSV(r.Ctx.Request.Header.ContentType()) {
-			if body, err = csvImportBody(kind, body, s.cfg.ImportMaxRows); err != nil {
-				return err
-			}
 		}
 		rows, err := importjson.SplitBody(kind, body, s.cfg.ImportMaxRows)
 		if err != nil {
