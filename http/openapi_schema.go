@@ -51,12 +51,14 @@ var sameShape = map[reflect.Type]bool{
 
 // componentNames renames the API's view types after what they show.
 var componentNames = map[reflect.Type]string{
-	reflect.TypeFor[jobView]():      "ImportJob",
-	reflect.TypeFor[apiKeyView]():   "APIKey",
-	reflect.TypeFor[namedKeyView](): "NamedKey",
-	reflect.TypeFor[errorBody]():    "Error",
-	reflect.TypeFor[readyBody]():    "Readiness",
-	reflect.TypeFor[readyCheck]():   "ReadinessCheck",
+	reflect.TypeFor[jobView]():           "ImportJob",
+	reflect.TypeFor[apiKeyView]():        "APIKey",
+	reflect.TypeFor[namedKeyView]():      "NamedKey",
+	reflect.TypeFor[errorBody]():         "Error",
+	reflect.TypeFor[readyBody]():         "Readiness",
+	reflect.TypeFor[readyCheck]():        "ReadinessCheck",
+	reflect.TypeFor[signalOutcomeView](): "SignalOutcome",
+	reflect.TypeFor[signalRow]():         "DemandSignalRow",
 }
 
 // of returns the schema of the Go type of v (a value or a reflect.Type).
