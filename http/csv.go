@@ -29,10 +29,36 @@ func isCSV(contentType []byte) bool {
 	return bytes.EqualFold(bytes.TrimSpace(mt), []byte(ctCSV))
 }
 
-// wantsCSV reports whether the request asks for CSV: its Accept names text/csv and not JSON.
+// wantsCSV reports whether the request asks for CSV: its Accept names text/csv with a higher
+// quality than application/json (or the same, listed first). Anything else gets JSON.
 func wantsCSV(r *Request) bool {
 	a := r.Ctx.Request.Header.Peek("Accept")
-	return bytes.Contains(bytes.ToLower(a), []byte(ctCSV)) && !bytes.Contains(a, []byte("application/json"))
+	if !bytes.Contains(bytes.ToLower(a), []byte(ctCSV)) {
+		return false // the common case: no parsing
+	}
+	csvQ, jsonQ, csvAt, jsonAt := -1.0, -1.0, -1, -1
+	for i, part := range strings.Split(string(a), ",") {
+		mt, params, _ := strings.Cut(part, ";")
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(k, "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					q = f
+				}
+			}
+		}
+		switch strings.ToLower(strings.TrimSpace(mt)) {
+		case ctCSV:
+			if q > csvQ {
+				csvQ, csvAt = q, i
+			}
+		case ctJSON:
+			if q > jsonQ {
+				jsonQ, jsonAt = q, i
+			}
+		}
+	}
+	return csvQ > 0 && (csvQ > jsonQ || csvQ == jsonQ && csvAt < jsonAt)
 }
 
 // csvNested are the imports whose rows hold an array of lines: in CSV, one line per record, the

@@ -101,7 +101,9 @@ func TestStreamCSVPages(t *testing.T) {
 
 func TestWantsCSV(t *testing.T) {
 	for accept, want := range map[string]bool{"text/csv": true, "Text/CSV; charset=utf-8": true, "": false, "*/*": false,
-		"application/json": false, "application/json, text/csv": false} {
+		"application/json": false, "application/json, text/csv": false, "text/csv, application/json": true,
+		"application/json;q=0.5, text/csv": true, "text/csv;q=0.2, application/json;q=0.9": false, "text/csv;q=0": false,
+		"text/html, text/csv;q=0.8, */*;q=0.1": true} {
 		var ctx fasthttp.RequestCtx
 		ctx.Request.Header.Set("Accept", accept)
 		if got := wantsCSV(&Request{Ctx: &ctx}); got != want {
