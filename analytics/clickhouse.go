@@ -104,6 +104,17 @@ func (s *ClickHouseStore) Schema() []string {
 }
 
 // Open connects, checks the server answers and creates the database and tables if needed.
+// Ping checks that ClickHouse answers (readiness).
+func (s *ClickHouseStore) Ping(ctx context.Context) error {
+	if !s.open.Load() {
+		return errors.New("clickhouse store is not open")
+	}
+	if err := s.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("ping clickhouse: %w", err)
+	}
+	return nil
+}
+
 func (s *ClickHouseStore) Open() error {
 	if s.cfg.Addr == "" {
 		return errors.New("open clickhouse: no address configured")

@@ -60,6 +60,9 @@ func (s *Server) alertHistory(r *Request) error {
 	if f.From != nil && f.To != nil && f.To.Before(*f.From) {
 		return supplyplan.Invalid("toDate", "must not be before fromDate")
 	}
+	if wantsCSV(r) {
+		return s.alertsCSV(r, f)
+	}
 	page, err := s.svc.Alerts.ListAlerts(r.Context, r.Principal, f)
 	if err != nil {
 		return err

@@ -107,6 +107,9 @@ func (s *Server) demandHistory(r *Request) error {
 	if weeks == nil {
 		weeks = []supplyplan.WeekValue{}
 	}
+	if wantsCSV(r) {
+		return demandCSV(r, key, weeks)
+	}
 	var total float64
 	for _, w := range weeks {
 		total += w.Actual

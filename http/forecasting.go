@@ -36,6 +36,9 @@ func (s *Server) getForecast(r *Request) error {
 	if err := q.Err(); err != nil {
 		return err
 	}
+	if wantsCSV(r) {
+		return s.forecastCSV(r, fq)
+	}
 	res, err := s.svc.Forecast.Forecast(r.Context, r.Principal, fq)
 	if err != nil {
 		return err

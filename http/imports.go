@@ -113,7 +113,13 @@ func (s *Server) submitImport(kind supplyplan.ImportKind) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if !dry && !r.body.owned {
+		switch {
+		case isCSV(r.Ctx.Request.Header.ContentType()):
+			// A CSV body becomes the kind's JSON body (docs/api.md#csv), memory of its own.
+			if body, err = csvImportBody(kind, body, s.cfg.ImportMaxRows); err != nil {
+				return err
+			}
+		case !dry && !r.body.owned:
 			// The job keeps the body after the request: it needs memory of its own, and the rows
 			// split from it alias that memory. A body readBody allocated is already the request's
 			// own (fasthttp never writes into it); only fasthttp's reused buffer is copied.
@@ -155,14 +161,22 @@ func (s *Server) importStatus(r *Request) error {
 			return err
 		}
 		if j.Done() || !time.Now().Before(deadline) {
-			return r.JSON(fasthttp.StatusOK, viewJob(j))
+			return jobAnswer(r, j)
 		}
 		select {
 		case <-r.Context.Done():
-			return r.JSON(fasthttp.StatusOK, viewJob(j))
+			return jobAnswer(r, j)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// jobAnswer answers a job: JSON, or its row errors as CSV (Accept: text/csv).
+func jobAnswer(r *Request, j supplyplan.ImportJob) error {
+	if wantsCSV(r) {
+		return rowErrorsCSV(r, j)
+	}
+	return r.JSON(fasthttp.StatusOK, viewJob(j))
 }
 
 func (s *Server) listImportJobs(r *Request) error {

@@ -74,6 +74,7 @@ func (s *LoopCatalogServer) routes() {
 		return nil
 	})
 	rt.handle("GET", "/.well-known/loop-catalog/keys", s.keys)
+	rt.handle("GET", "/openapi.json", serveOpenAPI(loopCatalogOpenAPI))
 
 	const loop = "/v1/loops/:scope/:name"
 	const version = loop + "/versions/:version"

@@ -9,6 +9,8 @@ import (
 func (s *Server) routes() {
 	rt := s.router
 	rt.handle("GET", "/health", s.health)
+	rt.handle("GET", "/ready", s.ready)
+	rt.handle("GET", "/openapi.json", serveOpenAPI(apiOpenAPI))
 
 	// Platform (super-administrator key).
 	rt.handle("GET", "/api/platform/organizations", s.platform(s.listOrganizations))

@@ -66,6 +66,8 @@ type Services struct {
 	Gateway supplyplan.GatewayKeyStore
 	// Idempotency keeps the outcome of requests with an Idempotency-Key (nil: the header is ignored).
 	Idempotency supplyplan.IdempotencyService
+	// Readiness names the checks of GET /ready (journal, stores, brokers); none: always ready.
+	Readiness map[string]func(context.Context) error
 }
 
 // Server is the REST API.

@@ -55,6 +55,9 @@ func (s *Server) pendingRecommendations(r *Request) error {
 }
 
 func (s *Server) recommendationPage(r *Request, f supplyplan.RecommendationFilter) error {
+	if wantsCSV(r) {
+		return s.recommendationsCSV(r, f)
+	}
 	p, err := s.svc.Transfers.ListRecommendations(r.Context, r.Principal, f)
 	if err != nil {
 		return err

@@ -136,16 +136,18 @@ func (s *RegistryServer) resolve(r *http.Request) func(context.Context) (tools.S
 func (s *RegistryServer) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	status, body := Health(ctx, s.health)
+	status, body := Health(ctx, s.health, s.log)
 	writeJSON(w, status, body)
 }
 
-// Health runs the named checks: 200 {"status":"ok"} or 503 naming the failing dependencies.
-func Health(ctx context.Context, checks map[string]func(context.Context) error) (int, map[string]any) {
+// Health runs the named checks: 200 {"status":"ok"} or 503 naming the failing dependencies
+// (without their errors: the endpoint takes no key; each failure is logged at warn with its error).
+func Health(ctx context.Context, checks map[string]func(context.Context) error, log *slog.Logger) (int, map[string]any) {
 	failing := map[string]string{}
 	for name, check := range checks {
 		if err := check(ctx); err != nil {
-			failing[name] = err.Error()
+			log.Warn("health check failed", "check", name, "err", err)
+			failing[name] = "unavailable"
 		}
 	}
 	if len(failing) == 0 {

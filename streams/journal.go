@@ -3,6 +3,7 @@
 package streams
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -170,6 +171,21 @@ func (j *Journal) Sync() error {
 	ch := make(chan error, 1)
 	j.Barrier("", func(err error) { ch <- err })
 	return <-ch
+}
+
+// Ping checks that the journal commits: a barrier goes through the committer (readiness).
+func (j *Journal) Ping(ctx context.Context) error {
+	ch := make(chan error, 1)
+	go j.Barrier("", func(err error) { ch <- err })
+	select {
+	case err := <-ch:
+		if err != nil {
+			return fmt.Errorf("journal barrier: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("journal barrier: %w", ctx.Err())
+	}
 }
 
 func (j *Journal) send(r jreq) {

@@ -140,6 +140,29 @@ type SignalConsumer struct {
 	done      chan struct{}
 }
 
+// Ping checks that a bootstrap broker accepts a connection and answers a metadata request for the
+// signal topic (readiness).
+func (c *SignalConsumer) Ping(ctx context.Context) error {
+	var errs []error
+	for _, b := range c.cfg.Brokers {
+		conn, err := (&kafka.Dialer{}).DialContext(ctx, "tcp", b)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			_ = conn.SetDeadline(dl)
+		}
+		_, err = conn.ReadPartitions(c.cfg.Topic)
+		conn.Close()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("kafka brokers: %w", errors.Join(errs...))
+}
+
 // NewSignalConsumer returns an unopened consumer feeding sink.
 func NewSignalConsumer(cfg SignalConsumerConfig, sink supplyplan.SignalSink) *SignalConsumer {
 	return &SignalConsumer{cfg: cfg, sink: sink, runDone: make(chan struct{}), done: make(chan struct{})}

@@ -3,14 +3,18 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	sphttp "github.com/supplyplan/supplyplan/http"
+	"github.com/supplyplan/supplyplan/internal/openapitest"
 	"github.com/supplyplan/supplyplan/internal/testdeps"
 )
 
@@ -88,11 +92,14 @@ func docScript(tb testing.TB, page string, bases map[string]string) (string, []d
 // failure to $DOC_FAILS when the status differs, and prints the body as curl would.
 const docPrelude = `set -u -o pipefail
 curl() {
-	local n exp line body code
+	local n exp line body code meta
 	n=$(( $(cat "$DOC_COUNTER") + 1 )); echo "$n" > "$DOC_COUNTER"
 	read -r line exp <<<"$(sed -n "${n}p" "$DOC_EXPECT")"
 	body=$(mktemp)
-	code=$(command curl -sS -o "$body" -w '%{http_code}' --max-time 60 "$@") || true
+	meta=$(command curl -sS -o "$body" -w '%{http_code}\t%{method}\t%{content_type}\t%{url_effective}' --max-time 60 "$@") || true
+	code=${meta%%$'\t'*}
+	cp "$body" "$DOC_BODIES/$n"
+	printf '%s\t%s\n' "$n" "$meta" >>"$DOC_LOG"
 	if [ -z "$exp" ]; then
 		echo "call $n (no documented status): got $code" >>"$DOC_FAILS"
 	elif [ "$code" != "$exp" ]; then
@@ -165,11 +172,17 @@ func runDocPage(t *testing.T, page string, withBinary bool) {
 	expect := write("expect", exp.String())
 	counter := write("counter", "0\n")
 	fails := write("fails", "")
+	calls := write("calls", "")
+	bodies := filepath.Join(dir, "bodies")
+	if err := os.Mkdir(bodies, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	prog := write("docs.sh", docPrelude+script)
 
 	cmd := exec.Command("bash", prog)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "DOC_EXPECT="+expect, "DOC_COUNTER="+counter, "DOC_FAILS="+fails)
+	cmd.Env = append(os.Environ(), "DOC_EXPECT="+expect, "DOC_COUNTER="+counter, "DOC_FAILS="+fails,
+		"DOC_LOG="+calls, "DOC_BODIES="+bodies)
 	done := make(chan struct{})
 	var out []byte
 	var runErr error
@@ -191,4 +204,66 @@ func runDocPage(t *testing.T, page string, withBinary bool) {
 	if b, _ := os.ReadFile(fails); len(b) > 0 {
 		t.Errorf("examples of %s that do not do what they document:\n%s", page, b)
 	}
+	validated := validateDocResponses(t, calls, bodies, map[string][]byte{
+		s.URL:                           sphttp.OpenAPIDocument(),
+		"http://" + s.Main.Loops.Addr(): sphttp.LoopCatalogOpenAPIDocument(),
+	})
+	t.Logf("%d of the %d responses of %s validated against the OpenAPI documents", validated, len(examples), page)
+	if validated < len(examples)/2 {
+		t.Errorf("only %d of the %d calls of %s were checked against the OpenAPI documents", validated, len(examples), page)
+	}
+}
+
+// validateDocResponses checks every response the examples got against the OpenAPI document of
+// the server they called (docs by base URL): its status must be documented for the operation, and
+// a JSON body must validate against the documented schema. It returns how many were checked.
+func validateDocResponses(t *testing.T, calls, bodies string, docs map[string][]byte) int {
+	t.Helper()
+	parsed := map[string]*openapitest.Document{}
+	for base, doc := range docs {
+		d, err := openapitest.Parse(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed[base] = d
+	}
+	log, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 5 {
+			continue
+		}
+		call, code, method, ct, rawURL := f[0], f[1], f[2], f[3], f[4]
+		status, err := strconv.Atoi(code)
+		if err != nil || status == 0 {
+			continue // no response (the example documents a refused connection)
+		}
+		for base, d := range parsed {
+			if !strings.HasPrefix(rawURL, base+"/") {
+				continue
+			}
+			u, err := url.Parse(rawURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := os.ReadFile(filepath.Join(bodies, call))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(string(body), "HTTP/") { // curl -i: the headers come first
+				if _, b, ok := strings.Cut(string(body), "\r\n\r\n"); ok {
+					body = []byte(b)
+				}
+			}
+			if err := d.ValidateResponse(method, u.Path, status, ct, body); err != nil {
+				t.Errorf("call %s (%s %s): the response does not match the OpenAPI document: %v\nbody: %.400s", call, method, u.Path, err, body)
+			}
+			n++
+		}
+	}
+	return n
 }

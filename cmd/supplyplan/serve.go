@@ -184,7 +184,7 @@ func (m *Main) Open(ctx context.Context) error {
 				Catalog: m.System.Catalog, Imports: m.System.Imports, Demand: m.System.Catalog, Transfers: m.System.Transfers,
 				Forecast: m.System.Forecasts, Signals: m.Signals, Alerts: m.System.Alerts, Webhooks: m.System.Webhooks,
 				Billing: m.System.Billing, MCP: m.System.MCP, Gateway: m.mcp.gateway, Idempotency: m.System.Idempotency,
-				Allocation: m.System.Allocation})
+				Allocation: m.System.Allocation, Readiness: m.readiness()})
 		if err := m.API.Open(); err != nil {
 			return err
 		}
@@ -275,6 +275,22 @@ func (m *Main) Close(ctx context.Context) error {
 
 // OpsAddr is the address of the operations listener ("" when none runs).
 func (m *Main) OpsAddr() string { return m.opsAddr }
+
+// readiness names the checks of GET /ready: the journal, the demand store when it is remote, Redis
+// and the Kafka brokers when they are configured.
+func (m *Main) readiness() map[string]func(context.Context) error {
+	checks := map[string]func(context.Context) error{"journal": m.Journal.Ping}
+	if p, ok := m.Demand.(interface{ Ping(context.Context) error }); ok {
+		checks["clickhouse"] = p.Ping
+	}
+	if m.Redis != nil {
+		checks["redis"] = m.Redis.Ping
+	}
+	if m.Kafka != nil {
+		checks["kafka"] = m.Kafka.Ping
+	}
+	return checks
+}
 
 // writeCredentials writes the demo credentials file atomically and durably with mode 0600.
 func writeCredentials(path string, c supplyplan.Credentials) error {
