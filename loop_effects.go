@@ -148,8 +148,8 @@ func ProcurementReceiptLines(inst *LoopInstance, payload json.RawMessage) ([]Loo
 		}
 		line := LoopStockLine{SKU: l.SKU, LocationID: loc, Quantity: l.Quantity, LotID: l.LotID}
 		if l.ExpiresAt != "" {
-			t, err := ParseTime(l.ExpiresAt)
-			if err != nil {
+			t, ok := ParseTime(l.ExpiresAt)
+			if !ok {
 				fe.Add(fmt.Sprintf("payload.lines[%d].expiresAt", i), "must be a date")
 			} else {
 				line.ExpiresAt = &t
@@ -164,18 +164,18 @@ func ProcurementReceiptLines(inst *LoopInstance, payload json.RawMessage) ([]Loo
 const KindLoopEffectApplied = "loopeffect"
 
 func init() {
-	RegisterKind(KindLoopEffectApplied, func() any { return new(LoopEffectApplied) })
+	RegisterKind(KindLoopEffectApplied, func() any { return new(LoopEffectRecord) })
 }
 
-// LoopEffectApplied remembers that a tenant applied an effect.
-type LoopEffectApplied struct {
+// LoopEffectRecord remembers that a tenant applied an effect.
+type LoopEffectRecord struct {
 	ID        string    `json:"id"`
 	AppliedAt time.Time `json:"appliedAt"`
 }
 
 // LoopEffectsState is the effects a tenant applied (sub-state of TenantState).
 type LoopEffectsState struct {
-	LoopEffects map[string]*LoopEffectApplied `json:"loopEffects,omitempty"`
+	LoopEffects map[string]*LoopEffectRecord `json:"loopEffects,omitempty"`
 }
 
 func (s *LoopEffectsState) init() { initMap(&s.LoopEffects) }
@@ -275,7 +275,7 @@ func (s *TenantState) ApplyLoopEffect(e LoopTenantEffect, now time.Time) (recs [
 			recs = append(recs, Put(KindPurchaseOrder, po.ExternalPoNumber, &po))
 		}
 	}
-	recs = append(recs, Put(KindLoopEffectApplied, e.ID, &LoopEffectApplied{ID: e.ID, AppliedAt: now}))
+	recs = append(recs, Put(KindLoopEffectApplied, e.ID, &LoopEffectRecord{ID: e.ID, AppliedAt: now}))
 	return recs, true, nil
 }
 

@@ -194,7 +194,7 @@ func TestLoopTransitionRules(t *testing.T) {
 	wantRunCode(t, err, ECONFLICT)
 	_, _, err = st.Lifecycle(in.ID, LoopActionCancel, LoopLifecycleInput{Reason: "late"}, planner, PlanLoopEffects, rt0)
 	wantRunCode(t, err, ECONFLICT)
-	if v := mustVerify(t, st, in.ID); v.Events != 6 {
+	if v := mustVerify(t, st, in.ID); v.Events != 5 {
 		t.Fatalf("verification %+v", v)
 	}
 }

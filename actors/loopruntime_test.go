@@ -84,7 +84,7 @@ func BenchmarkLoopTransitions(b *testing.B) {
 	s := newServices(b, options{})
 	p := s.bootstrap(b)
 	_, rt := openLoopRuntime(b, s, nil)
-	const instances = 64
+	const instances = 256
 	ids := make([]string, instances)
 	roles := supplyplan.LoopRolesOf(true, true)
 	for i := range ids {

@@ -392,8 +392,8 @@ func (s *LoopRuntimeServer) bulkCancel(r *Request, c *runCaller) error {
 		dst   **time.Time
 	}{{"filter.createdAfter", in.Filter.CreatedAfter, &f.CreatedAfter}, {"filter.createdBefore", in.Filter.CreatedBefore, &f.CreatedBefore}} {
 		if x.v != nil {
-			t, err := supplyplan.ParseTime(*x.v)
-			if err != nil {
+			t, ok := supplyplan.ParseTime(*x.v)
+			if !ok {
 				return supplyplan.Invalid(x.field, "must be an ISO date-time")
 			}
 			*x.dst = &t

@@ -223,16 +223,16 @@ func TestLoopRuntimeProcurementFromPurchaseOrder(t *testing.T) {
 		var got []string
 		for _, m := range rcv.OK() {
 			var p struct {
-				ID   string `json:"id"`
 				Type string `json:"type"`
 			}
 			_ = json.Unmarshal(m.Body, &p)
+			id0 := m.Header.Get("webhook-id")
 			if !m.Verified {
 				return fmt.Errorf("unverified delivery %s", m.Body)
 			}
 			got = append(got, strings.TrimPrefix(p.Type, "loop.procurement."))
-			if want := fmt.Sprintf("evt_loop_%s_%010d", id, len(got)); p.ID != want {
-				return fmt.Errorf("event id %s, want %s", p.ID, want)
+			if want := fmt.Sprintf("evt_loop_%s_%010d", id, len(got)); id0 != want {
+				return fmt.Errorf("event id (webhook-id) %s, want %s", id0, want)
 			}
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
