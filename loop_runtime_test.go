@@ -50,7 +50,7 @@ func runApply(tb testing.TB, st *LoopRunState, recs []Record) {
 }
 
 var (
-	rt0       = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	rt0      = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	planner  = LoopRequestMeta{Actor: LoopActor{Type: LoopActorUser, Sub: "alice", Iss: "test", Jti: "j1"}, RequestID: "req-1"}
 	admin    = LoopRolesOf(true, true)
 	plannerR = LoopRolesOf(false, true)
