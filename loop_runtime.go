@@ -633,20 +633,26 @@ func allowedFrom(m *LoopManifest, state string) []string {
 // 409 not allowed from the state, 403 role, 400 payload). It returns the instance, its manifest
 // and the transition.
 func (s *LoopRunState) CheckTransition(id string, in LoopTransitionInput) (*LoopInstance, *LoopManifest, *LoopTransition, error) {
+	cur, m, t, _, err := s.checkTransition(id, in)
+	return cur, m, t, err
+}
+
+// checkTransition is CheckTransition; it also returns the payload's canonical form.
+func (s *LoopRunState) checkTransition(id string, in LoopTransitionInput) (*LoopInstance, *LoopManifest, *LoopTransition, json.RawMessage, error) {
 	cur, ok := s.Instances[id]
 	if !ok {
-		return nil, nil, nil, NotFound("Instance")
+		return nil, nil, nil, nil, NotFound("Instance")
 	}
 	if err := checkIfMatch(cur, in.IfMatch); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if cur.Status != LoopRunning {
-		return nil, nil, nil, &Error{Code: ECONFLICT, Message: fmt.Sprintf("The instance is %s: only a RUNNING instance takes transitions", cur.Status),
+		return nil, nil, nil, nil, &Error{Code: ECONFLICT, Message: fmt.Sprintf("The instance is %s: only a RUNNING instance takes transitions", cur.Status),
 			Details: map[string][]string{"status": {string(cur.Status)}}}
 	}
 	m, err := s.Manifest(cur.DefinitionDigest)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	allowed := allowedFrom(m, cur.State)
 	t, ok := m.Transition(in.Name)
@@ -655,38 +661,61 @@ func (s *LoopRunState) CheckTransition(id string, in LoopTransitionInput) (*Loop
 		if !ok {
 			msg = fmt.Sprintf("The loop has no transition %q", in.Name)
 		}
-		return nil, nil, nil, &Error{Code: ECONFLICT, Message: msg,
+		return nil, nil, nil, nil, &Error{Code: ECONFLICT, Message: msg,
 			Details: map[string][]string{"name": {fmt.Sprintf("allowed from %s: %s", cur.State, strings.Join(allowed, ", "))}}}
 	}
 	if !slices.ContainsFunc(in.Roles, t.Allows) {
 		if slices.Equal(t.Roles, []string{LoopRoleSystem}) {
-			return nil, nil, nil, Errorf(EFORBIDDEN, "Transition %q is fired by the runtime only (its timeouts)", t.Name)
+			return nil, nil, nil, nil, Errorf(EFORBIDDEN, "Transition %q is fired by the runtime only (its timeouts)", t.Name)
 		}
-		return nil, nil, nil, &Error{Code: EFORBIDDEN, Message: fmt.Sprintf("Transition %q needs one of the roles %s", t.Name, strings.Join(t.Roles, ", ")),
+		return nil, nil, nil, nil, &Error{Code: EFORBIDDEN, Message: fmt.Sprintf("Transition %q needs one of the roles %s", t.Name, strings.Join(t.Roles, ", ")),
 			Details: map[string][]string{"scope": {"the token's scopes grant the roles " + strings.Join(in.Roles, ", ")}}}
 	}
-	if err := validateLoopPayload(t, in.Payload); err != nil {
-		return nil, nil, nil, err
+	payload, err := canonicalLoopPayload(t, in.Payload)
+	if err != nil {
+		return nil, nil, nil, nil, err
 	}
-	return cur, m, t, nil
+	return cur, m, t, payload, nil
 }
 
 // validateLoopPayload checks a transition's payload against its schema (root "payload").
 func validateLoopPayload(t *LoopTransition, payload json.RawMessage) error {
+	_, err := canonicalLoopPayload(t, payload)
+	return err
+}
+
+// canonicalLoopPayload checks a transition's payload against its schema (root "payload") and
+// returns its canonical form (RFC 8785; {} for none), from one strict decode.
+func canonicalLoopPayload(t *LoopTransition, payload json.RawMessage) (json.RawMessage, error) {
 	p := bytes.TrimSpace(payload)
 	if len(p) > MaxLoopPayloadBytes {
-		return Errorf(ETOOLARGE, "A transition payload is at most %d bytes", MaxLoopPayloadBytes)
+		return nil, Errorf(ETOOLARGE, "A transition payload is at most %d bytes", MaxLoopPayloadBytes)
 	}
-	if len(p) == 0 || string(p) == "null" {
-		p = []byte("{}")
+	if len(p) == 0 || string(p) == "null" || string(p) == "{}" {
+		if t.Input != nil {
+			if err := t.Input.ValidatePayload([]byte("{}"), "payload"); err != nil {
+				return nil, err
+			}
+		}
+		return json.RawMessage("{}"), nil
+	}
+	v, err := decodeJSONValue(p)
+	if err != nil {
+		return nil, err
 	}
 	if t.Input == nil {
-		if string(bytes.Join(bytes.Fields(p), nil)) != "{}" {
-			return Invalid("payload", "transition %q takes no data (send {} or nothing)", t.Name)
+		if m, ok := v.(map[string]any); !ok || len(m) > 0 {
+			return nil, Invalid("payload", "transition %q takes no data (send {} or nothing)", t.Name)
 		}
-		return nil
+		return json.RawMessage("{}"), nil
 	}
-	return t.Input.ValidatePayload(p, "payload")
+	fe := FieldErrors{}
+	t.Input.Validate(v, "payload", fe)
+	if err := fe.Err(); err != nil {
+		return nil, err
+	}
+	c, err := AppendCanonicalJSON(nil, v)
+	return c, err
 }
 
 // Transition fires a transition requested through the API. effects computes the planning effects
@@ -695,14 +724,14 @@ func (s *LoopRunState) Transition(id string, in LoopTransitionInput, meta LoopRe
 	if r, err := s.Replay(meta.IdempotencyKey, meta.Fingerprint, now); r != nil || err != nil {
 		return LoopResult{Replay: r}, nil, err
 	}
-	cur, m, t, err := s.CheckTransition(id, in)
+	cur, m, t, payload, err := s.checkTransition(id, in)
 	if err != nil {
 		return LoopResult{}, nil, err
 	}
 	inst := *cur
 	inst.Effects = slices.Clone(cur.Effects)
 	var res LoopResult
-	recs, err := s.fire(&inst, m, t, normalizePayload(in.Payload), LoopEventTransition, "", LoopCompleted, meta, effects, now, &res, nil)
+	recs, err := s.fire(&inst, m, t, payload, LoopEventTransition, "", LoopCompleted, meta, effects, now, &res, nil)
 	if err != nil {
 		return LoopResult{}, nil, err
 	}

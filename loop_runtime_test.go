@@ -493,3 +493,31 @@ func TestLoopProcurementEffectOnTenant(t *testing.T) {
 		t.Fatalf("custom loop effect %v %v", e, err)
 	}
 }
+
+// TestLoopEventCanonicalFastPath: the event's canonical bytes written directly are those of the
+// generic RFC 8785 canonicalizer, for events with and without optional members, escapes, non-ASCII
+// text and payloads.
+func TestLoopEventCanonicalFastPath(t *testing.T) {
+	base := LoopEvent{Seq: 12, InstanceID: "lin_1", Type: LoopEventTransition, From: "a", To: "b", Transition: "go", Status: LoopRunning,
+		Actor: LoopActor{Type: "user", Sub: "alice", Iss: "https://issuer.example", Jti: "j-1"}, Reason: "why \"not\" <b>&\u2028\n\t\x01é😀",
+		RequestID: "req", IdempotencyKey: "k", DefinitionDigest: "sha256:ab", OccurredAt: rt0.Add(123456789 * time.Nanosecond),
+		Payload: json.RawMessage(`{"a":[1.5,"x"],"b":"<i>"}`), PrevHash: "p", Hash: "h"}
+	// As the journal's encoder stores a payload: HTML characters escaped.
+	stored := base
+	stored.Payload = json.RawMessage(`{"a":[1.5,"x"],"b":"\u003ci\u003e"}`)
+	cases := []LoopEvent{base, stored, {Seq: 1, InstanceID: "x", Type: "started", Status: LoopRunning, Actor: SystemLoopActor, OccurredAt: rt0},
+		{Seq: 2, Payload: json.RawMessage(`{}`), Actor: LoopActor{Sub: "<&>"}, OccurredAt: rt0.In(time.FixedZone("x", 3600))}}
+	for i, e := range cases {
+		fast, err := e.canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, err := e.canonicalSlow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(fast) != string(slow) {
+			t.Errorf("case %d:\nfast %s\nslow %s", i, fast, slow)
+		}
+	}
+}
