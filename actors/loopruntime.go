@@ -416,6 +416,9 @@ func (s *LoopRuntime) Transition(ctx context.Context, c supplyplan.LoopRunCaller
 		if r, err := st.Replay(c.IdempotencyKey, c.Fingerprint, now); r != nil || err != nil {
 			return nil, nil
 		}
+		if cur, ok := st.Instances[id]; !ok || cur.Loop != supplyplan.BuiltinProcurementLoop {
+			return nil, nil // no effects to check first: the transaction checks everything
+		}
 		cur, _, t, err := st.CheckTransition(id, in)
 		if err != nil {
 			return nil, err
