@@ -58,6 +58,7 @@ var benches = []struct {
 	{"alerteval", benchAlertEval},
 	{"mcp", benchMCP},
 	{"loops", benchLoops},
+	{"loopruntime", benchLoopRuntime},
 }
 
 // env is what every benchmark gets.
