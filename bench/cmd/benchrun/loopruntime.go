@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,39 +28,25 @@ func benchLoopRuntime(_ context.Context, e *env) (section, error) {
 		return section{}, err
 	}
 	defer svc.Stop()
-	// Tokens are minted ahead by two goroutines (Ed25519 signatures): the load generator takes one
-	// per request, for the bare handler too, so both phases pay the same client cost.
-	tokens := make(chan string, 8192)
-	stop := make(chan struct{})
-	defer close(stop)
-	var mintErr atomic.Value
-	for range 2 {
-		go func() {
-			for {
-				t, err := jwtauth.MintLocal(svc.Data, "demo", []string{jwtauth.ScopeAdmin}, 15*time.Minute)
-				if err != nil {
-					mintErr.Store(err)
-					return
-				}
-				select {
-				case tokens <- t:
-				case <-stop:
-					return
-				}
-			}
-		}()
+	// Tokens are minted before the phases (Ed25519 signatures, on every core), so that neither phase
+	// pays for them while it is measured; both phases take one per request from the same pool.
+	need := 2 * int((e.duration+time.Second).Seconds()+1) * 6000
+	pool, err := mintTokens(svc.Data, need+2*e.concurrency)
+	if err != nil {
+		return section{}, err
 	}
-	auth := func() map[string]string {
-		select {
-		case t := <-tokens:
-			return map[string]string{"Authorization": "Bearer " + t}
-		case <-time.After(10 * time.Second):
-			if err, ok := mintErr.Load().(error); ok {
-				panic(fmt.Sprintf("mint a token: %v", err))
-			}
-			panic("no token minted in 10 s")
+	var next atomic.Int64
+	token := func() string {
+		if i := next.Add(1) - 1; int(i) < len(pool) {
+			return pool[i]
 		}
+		t, err := jwtauth.MintLocal(svc.Data, "demo", []string{jwtauth.ScopeAdmin}, 15*time.Minute)
+		if err != nil {
+			panic(fmt.Sprintf("mint a token: %v", err))
+		}
+		return t
 	}
+	auth := func() map[string]string { return map[string]string{"Authorization": "Bearer " + token()} }
 	ids := make([]string, e.concurrency)
 	var last []byte
 	for w := range ids {
@@ -92,7 +80,7 @@ func benchLoopRuntime(_ context.Context, e *env) (section, error) {
 	spec := func(base string) loadSpec {
 		return loadSpec{URL: base + "/", Method: "POST", WantStatus: 200, Concurrency: e.concurrency, Warmup: time.Second, Duration: e.duration,
 			Path:   func(w, _ int) string { return "/v1/instances/" + ids[w] + "/transitions" },
-			Header: func(int, int) (string, string) { return "Authorization", auth()["Authorization"] },
+			Header: func(int, int) (string, string) { return "Authorization", "Bearer " + token() },
 			Body: func(w, _ int) []byte {
 				if pos[w].Add(1)%2 == 1 {
 					return fail
@@ -112,7 +100,7 @@ func benchLoopRuntime(_ context.Context, e *env) (section, error) {
 		return section{}, fmt.Errorf("transitions: %w", err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d keep-alive connections, %s measured after 1 s warm-up per phase; the runtime (`supplyplan loop-runtime`) and the bare handler each in their own process, load generator (with two goroutines minting Ed25519 tokens of the local issuer, one per request) in a third. Each connection moves its own instance of `supplyplan/quality` between `inspecting` and `on_hold` (fail with a defect payload, rework), all in one organization.\n\n",
+	fmt.Fprintf(&b, "%d keep-alive connections, %s measured after 1 s warm-up per phase; the runtime (`supplyplan loop-runtime`) and the bare handler each in their own process, load generator in a third, taking a fresh token of the local issuer (minted before the phases) per request. Each connection moves its own instance of `supplyplan/quality` between `inspecting` and `on_hold` (fail with a defect payload, rework), all in one organization.\n\n",
 		e.concurrency, e.duration)
 	b.WriteString("| endpoint | requests/s | p50 | p99 | errors |\n|---|---|---|---|---|\n")
 	b.WriteString(rb.row("bare fasthttp handler, same bytes as a transition") + "\n")
@@ -147,4 +135,31 @@ func startLoopRuntime(e *env) (*service, error) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, sc.rest()) }()
 	return s, nil
+}
+
+// mintTokens mints n tokens of the local issuer of dataDir on every core.
+func mintTokens(dataDir string, n int) ([]string, error) {
+	out := make([]string, n)
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				t, err := jwtauth.MintLocal(dataDir, "demo", []string{jwtauth.ScopeAdmin}, 15*time.Minute)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				out[i] = t
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return nil, fmt.Errorf("mint tokens: %w", err)
+	}
+	return out, nil
 }
