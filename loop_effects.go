@@ -117,6 +117,12 @@ func PlanLoopEffects(inst *LoopInstance, transition string, payload json.RawMess
 	return e, nil
 }
 
+// LoopEventChangesStock reports whether an outbound loop event announces a change of stock (a
+// procurement receipt): the others need no alert evaluation.
+func LoopEventChangesStock(eventType string) bool {
+	return eventType == "loop.procurement.receive" || eventType == "loop.procurement.receive_partial"
+}
+
 // ProcurementReceiptLines reads the lines of a procurement receipt: a line without locationId is
 // received at the instance's destination (its purchase order's or recommendation's).
 func ProcurementReceiptLines(inst *LoopInstance, payload json.RawMessage) ([]LoopStockLine, error) {
