@@ -27,6 +27,7 @@ const BuiltinOrdersLoop = GlobalLoopScope + "/orders"
 const (
 	LoopEffectStockReceipt  = "STOCK_RECEIPT"
 	LoopEffectPurchaseOrder = "PURCHASE_ORDER_STATUS"
+	LoopEffectAllocation    = "ORDER_ALLOCATION"
 
 	LoopEffectPending = "PENDING"
 	LoopEffectApplied = "APPLIED"
@@ -51,7 +52,10 @@ type LoopEffect struct {
 	Lines               []LoopStockLine `json:"lines,omitempty"`
 	PurchaseOrderID     string          `json:"purchaseOrderId,omitempty"`
 	PurchaseOrderStatus string          `json:"purchaseOrderStatus,omitempty"`
-	Error               string          `json:"error,omitempty"`
+	OrderID             string          `json:"orderId,omitempty"`
+	// Result is what the effect produced (an order allocation's status).
+	Result string `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
 	AppliedAt           *time.Time      `json:"appliedAt,omitempty"`
 }
 
@@ -65,10 +69,15 @@ type LoopTenantEffect struct {
 	// becomes its status.
 	PurchaseOrderID     string `json:"purchaseOrderId,omitempty"`
 	PurchaseOrderStatus string `json:"purchaseOrderStatus,omitempty"`
+	// OrderID is a customer order to allocate through order allocation.
+	OrderID string `json:"orderId,omitempty"`
 }
 
 // Kind names the effect for the instance's record.
 func (e *LoopTenantEffect) Kind() string {
+	if e.OrderID != "" {
+		return LoopEffectAllocation
+	}
 	if len(e.Lines) > 0 {
 		return LoopEffectStockReceipt
 	}
@@ -85,6 +94,9 @@ func loopEffectID(instanceID string, seq int64) string { return fmt.Sprintf("%s#
 // PlanLoopEffects is the effect planner of the built-in loops: the procurement loop's receipts and
 // closings. Other loops have no effects.
 func PlanLoopEffects(inst *LoopInstance, transition string, payload json.RawMessage, seq int64) (*LoopTenantEffect, error) {
+	if inst.Loop == BuiltinOrdersLoop && transition == "allocate" && inst.Subject != nil && inst.Subject.Kind == LoopSubjectOrder {
+		return &LoopTenantEffect{ID: loopEffectID(inst.ID, seq), InstanceID: inst.ID, Seq: seq, OrderID: inst.Subject.ID}, nil
+	}
 	if inst.Loop != BuiltinProcurementLoop {
 		return nil, nil
 	}
@@ -217,6 +229,9 @@ func (s *TenantState) ApplyLoopEffect(e LoopTenantEffect, now time.Time) (recs [
 	if _, ok := s.LoopEffects[e.ID]; ok {
 		return nil, false, nil
 	}
+	if e.OrderID != "" {
+		return nil, false, Errorf(EINTERNAL, "an order allocation effect is applied by AllocateLoopOrder")
+	}
 	if err := s.CheckLoopStock(e.Lines); err != nil {
 		return nil, false, err
 	}
@@ -285,10 +300,50 @@ func (s *TenantState) ApplyLoopEffect(e LoopTenantEffect, now time.Time) (recs [
 	return recs, true, nil
 }
 
-// LoopSubjectOf resolves the planning data a procurement instance starts from: input
-// {"purchaseOrderId"} (an open purchase order) or {"recommendationId"} (an APPROVED transfer
-// recommendation). Neither: no subject.
-func (s *TenantState) LoopSubjectOf(input json.RawMessage) (*LoopSubject, error) {
+// AllocateLoopOrder applies an order allocation effect once: the order is allocated through order
+// allocation (its lines, fill policy and sourcing; docs/allocation.md), as POST
+// /api/orders/{id}/allocate does. It returns the records, the allocation's events and its status.
+func (s *TenantState) AllocateLoopOrder(e LoopTenantEffect, now time.Time) ([]Record, []DomainEvent, string, error) {
+	if _, ok := s.LoopEffects[e.ID]; ok {
+		return nil, nil, "", nil
+	}
+	v, w, err := s.AllocateOrderByID(e.OrderID, now)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	status := ""
+	if v.Allocation != nil {
+		status = string(v.Allocation.Status)
+	}
+	recs := append(w.Records, Put(KindLoopEffectApplied, e.ID, &LoopEffectRecord{ID: e.ID, AppliedAt: now}))
+	return recs, w.Events, status, nil
+}
+
+// LoopSubjectOf resolves the planning data an instance of a built-in loop starts from: for the
+// procurement loop, input {"purchaseOrderId"} (an open purchase order) or {"recommendationId"} (an
+// APPROVED transfer recommendation); for the orders loop, {"orderId"} (a customer order). None: no
+// subject.
+func (s *TenantState) LoopSubjectOf(loop string, input json.RawMessage) (*LoopSubject, error) {
+	if loop == BuiltinOrdersLoop {
+		var in struct {
+			OrderID *string `json:"orderId"`
+		}
+		if err := json.Unmarshal(input, &in); err != nil || in.OrderID == nil {
+			return nil, nil
+		}
+		o, ok := s.Orders[strings.TrimSpace(*in.OrderID)]
+		if !ok {
+			return nil, Invalid("input.orderId", "unknown order %q", *in.OrderID)
+		}
+		sub := &LoopSubject{Kind: LoopSubjectOrder, ID: o.ExternalOrderID}
+		for _, l := range o.Lines {
+			sub.Lines = append(sub.Lines, LoopSubjectLine{SKU: l.SKU, Quantity: l.Quantity})
+		}
+		return sub, nil
+	}
+	if loop != BuiltinProcurementLoop {
+		return nil, nil
+	}
 	var in struct {
 		PurchaseOrderID  *string `json:"purchaseOrderId"`
 		RecommendationID *string `json:"recommendationId"`
@@ -333,7 +388,7 @@ func (s *TenantState) LoopSubjectOf(input json.RawMessage) (*LoopSubject, error)
 // RecordEffect records the outcome of an effect on its instance: APPLIED changes nothing else; a
 // FAILED effect (the tenant refused it: the product or location is gone) fails the instance, with
 // an audit event saying why.
-func (s *LoopRunState) RecordEffect(instanceID, effectID, status, msg string, now time.Time) (LoopResult, []Record, error) {
+func (s *LoopRunState) RecordEffect(instanceID, effectID, status, result, msg string, now time.Time) (LoopResult, []Record, error) {
 	cur, ok := s.Instances[instanceID]
 	if !ok {
 		return LoopResult{}, nil, NotFound("Instance")
@@ -344,7 +399,7 @@ func (s *LoopRunState) RecordEffect(instanceID, effectID, status, msg string, no
 	}
 	inst := *cur
 	inst.Effects = slices.Clone(cur.Effects)
-	inst.Effects[i].Status, inst.Effects[i].Error = status, msg
+	inst.Effects[i].Status, inst.Effects[i].Result, inst.Effects[i].Error = status, result, msg
 	if status == LoopEffectApplied {
 		inst.Effects[i].AppliedAt = &now
 		return LoopResult{Instance: inst}, []Record{Put(KindLoopInstance, inst.ID, &inst)}, nil

@@ -118,7 +118,7 @@ type LoopDefinition struct {
 // LoopSubject is the planning data an instance works on (procurement: a purchase order or an
 // approved transfer recommendation).
 type LoopSubject struct {
-	Kind                  string            `json:"kind"` // PURCHASE_ORDER or RECOMMENDATION
+	Kind                  string            `json:"kind"` // PURCHASE_ORDER, RECOMMENDATION or ORDER
 	ID                    string            `json:"id"`
 	DestinationLocationID string            `json:"destinationLocationId,omitempty"`
 	SupplierID            string            `json:"supplierId,omitempty"`
@@ -129,6 +129,7 @@ type LoopSubject struct {
 const (
 	LoopSubjectPurchaseOrder  = "PURCHASE_ORDER"
 	LoopSubjectRecommendation = "RECOMMENDATION"
+	LoopSubjectOrder          = "ORDER"
 )
 
 // LoopSubjectLine is one product and quantity of a subject.
@@ -775,7 +776,7 @@ func (s *LoopRunState) fire(inst *LoopInstance, m *LoopManifest, t *LoopTransiti
 		}
 		if eff != nil {
 			inst.Effects = append(inst.Effects, LoopEffect{Seq: seq, ID: eff.ID, Kind: eff.Kind(), Status: LoopEffectPending,
-				Lines: eff.Lines, PurchaseOrderID: eff.PurchaseOrderID, PurchaseOrderStatus: eff.PurchaseOrderStatus})
+				Lines: eff.Lines, PurchaseOrderID: eff.PurchaseOrderID, PurchaseOrderStatus: eff.PurchaseOrderStatus, OrderID: eff.OrderID})
 			res.Effects = append(res.Effects, *eff)
 		}
 	}

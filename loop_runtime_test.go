@@ -444,11 +444,11 @@ func TestLoopProcurementEffectOnTenant(t *testing.T) {
 		Put(KindLocation, "wh1", &Location{ID: "wh1", Name: "Main"}),
 		Put(KindPurchaseOrder, "PO-9", &PurchaseOrder{ExternalPoNumber: "PO-9", SupplierID: "s1", DestinationLocationID: "wh1", Status: "CONFIRMED",
 			Lines: []POLine{{SKU: "p1", Quantity: 10}}})})
-	sub, err := ts.LoopSubjectOf(json.RawMessage(`{"purchaseOrderId":"PO-9"}`))
+	sub, err := ts.LoopSubjectOf(BuiltinProcurementLoop, json.RawMessage(`{"purchaseOrderId":"PO-9"}`))
 	if err != nil || sub == nil || sub.DestinationLocationID != "wh1" || sub.Kind != LoopSubjectPurchaseOrder {
 		t.Fatalf("subject %+v %v", sub, err)
 	}
-	if _, err := ts.LoopSubjectOf(json.RawMessage(`{"purchaseOrderId":"nope"}`)); ErrorCode(err) != EVALIDATION {
+	if _, err := ts.LoopSubjectOf(BuiltinProcurementLoop, json.RawMessage(`{"purchaseOrderId":"nope"}`)); ErrorCode(err) != EVALIDATION {
 		t.Fatalf("unknown PO = %v", err)
 	}
 	inst := &LoopInstance{ID: "lin_1", Loop: BuiltinProcurementLoop, Subject: sub}

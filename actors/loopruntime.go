@@ -177,7 +177,7 @@ func pendingEffects(st *supplyplan.LoopRunState) []supplyplan.LoopTenantEffect {
 		for _, e := range in.Effects {
 			if e.Status == supplyplan.LoopEffectPending {
 				out = append(out, supplyplan.LoopTenantEffect{ID: e.ID, InstanceID: in.ID, Seq: e.Seq, Lines: e.Lines,
-					PurchaseOrderID: e.PurchaseOrderID, PurchaseOrderStatus: e.PurchaseOrderStatus})
+					PurchaseOrderID: e.PurchaseOrderID, PurchaseOrderStatus: e.PurchaseOrderStatus, OrderID: e.OrderID})
 			}
 		}
 	}
@@ -238,10 +238,23 @@ func (s *LoopRuntime) applyEffects(ctx context.Context, org string, effs []suppl
 	changed := false
 	for _, e := range effs {
 		now := s.now()
-		_, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (bool, []supplyplan.Record, error) {
-			recs, applied, err := st.ApplyLoopEffect(e, now)
-			return applied, recs, err
+		type applied struct {
+			evs    []supplyplan.DomainEvent
+			result string
+		}
+		out, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (applied, []supplyplan.Record, error) {
+			if e.OrderID != "" {
+				recs, evs, result, err := st.AllocateLoopOrder(e, now)
+				return applied{evs, result}, recs, err
+			}
+			recs, _, err := st.ApplyLoopEffect(e, now)
+			return applied{}, recs, err
 		})
+		if err == nil && s.events != nil {
+			for _, ev := range out.evs { // order allocation's own events, from the tenant's outbox
+				s.events.Publish(ev)
+			}
+		}
 		status, msg := supplyplan.LoopEffectApplied, ""
 		if err != nil {
 			if code := supplyplan.ErrorCode(err); code == supplyplan.EUNAVAILABLE || code == supplyplan.EINTERNAL {
@@ -254,7 +267,7 @@ func (s *LoopRuntime) applyEffects(ctx context.Context, org string, effs []suppl
 			}
 		}
 		res, err := runTx(ctx, s, org, func(st *supplyplan.LoopRunState) (supplyplan.LoopResult, []supplyplan.Record, error) {
-			return st.RecordEffect(e.InstanceID, e.ID, status, msg, now)
+			return st.RecordEffect(e.InstanceID, e.ID, status, out.result, msg, now)
 		})
 		if err != nil {
 			s.core.log.Warn("record loop effect", "org", org, "effect", e.ID, "err", err)
@@ -334,9 +347,9 @@ func (s *LoopRuntime) StartInstance(ctx context.Context, c supplyplan.LoopRunCal
 		return supplyplan.LoopResult{}, err
 	}
 	var subject *supplyplan.LoopSubject
-	if def.Name == supplyplan.BuiltinProcurementLoop {
+	if def.Name == supplyplan.BuiltinProcurementLoop || def.Name == supplyplan.BuiltinOrdersLoop {
 		subject, err = tenantRead(ctx, s.core, c.OrgID, func(st *supplyplan.TenantState) (*supplyplan.LoopSubject, error) {
-			return st.LoopSubjectOf(in.Input)
+			return st.LoopSubjectOf(def.Name, in.Input)
 		})
 		if err != nil {
 			return supplyplan.LoopResult{}, err
@@ -416,7 +429,7 @@ func (s *LoopRuntime) Transition(ctx context.Context, c supplyplan.LoopRunCaller
 		if r, err := st.Replay(c.IdempotencyKey, c.Fingerprint, now); r != nil || err != nil {
 			return nil, nil
 		}
-		if cur, ok := st.Instances[id]; !ok || cur.Loop != supplyplan.BuiltinProcurementLoop {
+		if cur, ok := st.Instances[id]; !ok || cur.Loop != supplyplan.BuiltinProcurementLoop && cur.Loop != supplyplan.BuiltinOrdersLoop {
 			return nil, nil // no effects to check first: the transaction checks everything
 		}
 		cur, _, t, err := st.CheckTransition(id, in)

@@ -368,3 +368,38 @@ func TestLoopRuntimeDocumentationRuns(t *testing.T) {
 	}
 	runDocPageOn(t, s, "../../docs/loop-runtime-api.md", false, map[string]string{"R": runtimeURL(s), "MINT": mint})
 }
+
+// TestLoopRuntimeOrdersLoopAllocates: the orders loop's allocate step allocates the order through
+// order allocation.
+func TestLoopRuntimeOrdersLoopAllocates(t *testing.T) {
+	s := startRuntime(t)
+	seedAllocation(t, s)
+	checkCounts(t, s.Import("orders", map[string]any{"orders": []any{map[string]any{"externalOrderId": "SO-9",
+		"lines": []any{map[string]any{"skuId": "X", "quantity": 3, "locationId": "DC"}}}}}), 1, 0)
+	if r := s.Run("POST", "/v1/instances", "loops:write", map[string]any{"loop": "supplyplan/orders", "businessKey": "SO-X",
+		"input": map[string]any{"orderId": "nope"}}); r.Status != 400 || !strings.Contains(string(r.Body), "input.orderId") {
+		t.Fatalf("unknown order = %d %s", r.Status, r.Body)
+	}
+	in := s.Run("POST", "/v1/instances", "loops:write", map[string]any{"loop": "supplyplan/orders", "businessKey": "SO-9",
+		"input": map[string]any{"orderId": "SO-9"}}).Must(t, 201)
+	id := str(in, "id")
+	if str(in, "subject", "kind") != "ORDER" {
+		t.Fatalf("subject %v", in["subject"])
+	}
+	s.Run("POST", "/v1/instances/"+id+"/transitions", "loops:write", map[string]any{"name": "confirm"}).Must(t, 200)
+	got := s.Run("POST", "/v1/instances/"+id+"/transitions", "loops:write", map[string]any{"name": "allocate",
+		"payload": map[string]any{"lines": []any{map[string]any{"sku": "X", "locationId": "DC", "quantity": 3}}}}).Must(t, 200)
+	effs := list(got, "effects")
+	if len(effs) != 1 {
+		t.Fatalf("effects %v", got["effects"])
+	}
+	e := effs[0].(map[string]any)
+	if str(e, "kind") != "ORDER_ALLOCATION" || str(e, "status") != "APPLIED" || str(e, "result") != "ALLOCATED" || str(e, "orderId") != "SO-9" {
+		t.Fatalf("effect %v", e)
+	}
+	var o orderBody
+	into(t, s.Do("GET", "/api/orders/SO-9", s.Key("VIEWER"), nil), 200, &o)
+	if o.Order.Allocation == nil || o.Order.Allocation.Status != "ALLOCATED" {
+		t.Fatalf("order allocation %+v", o.Order.Allocation)
+	}
+}
