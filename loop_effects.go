@@ -54,9 +54,9 @@ type LoopEffect struct {
 	PurchaseOrderStatus string          `json:"purchaseOrderStatus,omitempty"`
 	OrderID             string          `json:"orderId,omitempty"`
 	// Result is what the effect produced (an order allocation's status).
-	Result string `json:"result,omitempty"`
-	Error  string `json:"error,omitempty"`
-	AppliedAt           *time.Time      `json:"appliedAt,omitempty"`
+	Result    string     `json:"result,omitempty"`
+	Error     string     `json:"error,omitempty"`
+	AppliedAt *time.Time `json:"appliedAt,omitempty"`
 }
 
 // LoopTenantEffect is what the tenant applies: stock received and a purchase order's change.
