@@ -195,6 +195,8 @@ type LoopRunState struct {
 	// Events are each instance's audit events in seq order.
 	Events map[string][]*LoopEvent `json:"events"`
 	Idem   map[string]*LoopIdem    `json:"idem"`
+	// Usage counts transitions per month (loop_commitment.go).
+	Usage map[string]*LoopUsage `json:"usage,omitempty"`
 	OutboxState
 
 	// Derived: parsed manifests by digest, the open instance of each (loop, businessKey), and the
@@ -202,6 +204,8 @@ type LoopRunState struct {
 	manifests map[string]*LoopManifest
 	open      map[string]string
 	nextDue   time.Time
+	// commitment is the organization's monthly commitment of transitions (SetCommitment).
+	commitment int64
 }
 
 // NewLoopRunState returns the empty state of an organization.
@@ -218,6 +222,7 @@ func (s *LoopRunState) init() {
 		s.Events = map[string][]*LoopEvent{}
 	}
 	initMap(&s.Idem)
+	initMap(&s.Usage)
 	s.OutboxState.init()
 	s.manifests = map[string]*LoopManifest{}
 	s.open = map[string]string{}
@@ -245,7 +250,9 @@ func (s *LoopRunState) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
+	commitment := s.commitment
 	*s = LoopRunState(p)
+	s.commitment = commitment
 	s.init()
 	return nil
 }
@@ -301,6 +308,8 @@ func (s *LoopRunState) Apply(r Record) error {
 		return nil
 	case KindLoopIdem:
 		return putValue(s.Idem, r)
+	case KindLoopUsage:
+		return putValue(s.Usage, r)
 	case KindPendingEvent:
 		return s.OutboxState.Apply(r)
 	}
@@ -453,6 +462,9 @@ type LoopResult struct {
 	Events   []DomainEvent
 	Effects  []LoopTenantEffect
 	Replay   *LoopIdem
+	// usage is the month's usage as the change's records leave it (several transitions of one
+	// change count on one another).
+	usage map[string]*LoopUsage
 }
 
 // Start creates an instance (or, with USE_EXISTING, returns the open one of its business key).
@@ -783,6 +795,15 @@ func (s *LoopRunState) fire(inst *LoopInstance, m *LoopManifest, t *LoopTransiti
 	ev := LoopEvent{Type: typ, From: from, To: t.To, Transition: t.Name, Status: inst.Status, Reason: reason}
 	if typ == LoopEventTimeout {
 		ev.Actor = SystemLoopActor
+	}
+	if res.usage == nil {
+		res.usage = map[string]*LoopUsage{}
+	}
+	for _, r := range s.countTransition(now, res.usage) {
+		if r.Kind == KindPendingEvent {
+			res.Events = append(res.Events, *r.Value.(*DomainEvent))
+		}
+		recs = append(recs, r)
 	}
 	return s.change(inst, ev, payload, meta, now, res, recs)
 }

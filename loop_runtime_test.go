@@ -521,3 +521,63 @@ func TestLoopEventCanonicalFastPath(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopCommitmentThresholdsOncePerMonth: with a commitment of 10 transitions a month, the 8th
+// and the 10th transition each write one threshold event; further transitions none; a new month
+// counts from zero.
+func TestLoopCommitmentThresholdsOncePerMonth(t *testing.T) {
+	st := NewLoopRunState("org_1")
+	st.SetCommitment(10)
+	in := mustStart(t, st, "Q-1", rt0)
+	var got []int
+	now := rt0
+	fire := func(at time.Time, n int) {
+		for i := 0; i < n; i++ {
+			cur, _ := st.Instance(in.ID)
+			name := "submit"
+			if cur.State == "submitted" {
+				name = "reject"
+			}
+			payload := `{}`
+			if name == "reject" {
+				payload = `{"reason":"again"}`
+			}
+			res, recs, err := st.Transition(in.ID, LoopTransitionInput{Name: name, Payload: json.RawMessage(payload), Roles: admin}, planner, PlanLoopEffects, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runApply(t, st, recs)
+			for _, e := range res.Events {
+				if e.Type == EventLoopCommitmentThreshold {
+					got = append(got, e.Data.(LoopCommitmentEvent).ThresholdPct)
+				}
+			}
+		}
+	}
+	fire(now, 7)
+	if len(got) != 0 {
+		t.Fatalf("events after 7: %v", got)
+	}
+	fire(now, 1)
+	fire(now, 1)
+	fire(now, 1)
+	fire(now, 5)
+	if !slices.Equal(got, []int{80, 100}) {
+		t.Fatalf("events %v, want [80 100]", got)
+	}
+	if v := st.UsageView(now, 10); v.Transitions != 15 || !slices.Equal(v.Reached, []int{80, 100}) || v.Period != "2026-11" {
+		t.Fatalf("usage %+v", v)
+	}
+	// The next month counts again.
+	next := rt0.AddDate(0, 1, 0)
+	fire(next, 8)
+	if !slices.Equal(got, []int{80, 100, 80}) {
+		t.Fatalf("events %v", got)
+	}
+	// Without a commitment nothing fires.
+	st.SetCommitment(0)
+	fire(next, 5)
+	if len(got) != 3 {
+		t.Fatalf("events without a commitment %v", got)
+	}
+}

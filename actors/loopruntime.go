@@ -71,6 +71,9 @@ type LoopRuntimeConfig struct {
 	TimerTick time.Duration
 	// Now is the clock of instances and timeouts (tests); nil: supplyplan.Now.
 	Now func() time.Time
+	// Commitment is an organization's monthly commitment of loop transitions (its plan's); nil:
+	// none.
+	Commitment func(orgID string) int64
 }
 
 // LoopRuntime is the loop runtime service: workflow instances per organization on the runtime
@@ -127,7 +130,14 @@ func runTx[T any](ctx context.Context, s *LoopRuntime, orgID string, fn func(*su
 		var zero T
 		return zero, err
 	}
-	return ask(ctx, s.core.engine, pid, fn)
+	var commitment int64
+	if s.cfg.Commitment != nil {
+		commitment = s.cfg.Commitment(orgID)
+	}
+	return ask(ctx, s.core.engine, pid, func(st *supplyplan.LoopRunState) (T, []supplyplan.Record, error) {
+		st.SetCommitment(commitment)
+		return fn(st)
+	})
 }
 
 // runRead runs a read of an organization's instances: on the caller's goroutine under the read
@@ -551,4 +561,18 @@ func (c *Core) dropLoopRunsEvents(ctx context.Context, org string, ids []string)
 }
 
 // isLoopRunEvent reports whether an event comes from a runtime outbox.
-func isLoopRunEvent(t string) bool { return strings.HasPrefix(t, "loop.") }
+func isLoopRunEvent(t string) bool {
+	return strings.HasPrefix(t, supplyplan.LoopEventPrefix) || t == supplyplan.EventLoopCommitmentThreshold
+}
+
+// loopUsage is an organization's loop usage of the month of now (zero when its runtime actor does
+// not run).
+func (c *Core) loopUsage(ctx context.Context, orgID string, now time.Time, commitment int64) (supplyplan.LoopUsageView, error) {
+	v, ok := c.runs.Load(orgID)
+	if !ok {
+		return supplyplan.LoopUsageView{Period: supplyplan.LoopPeriod(now), Commitment: commitment, Reached: []int{}}, nil
+	}
+	return ask(ctx, c.engine, v.(*actor.PID), func(st *supplyplan.LoopRunState) (supplyplan.LoopUsageView, []supplyplan.Record, error) {
+		return st.UsageView(now, commitment), nil, nil
+	})
+}

@@ -403,3 +403,49 @@ func TestLoopRuntimeOrdersLoopAllocates(t *testing.T) {
 		t.Fatalf("order allocation %+v", o.Order.Allocation)
 	}
 }
+
+// TestLoopRuntimeCommitment: a plan's monthly commitment of loop transitions: the platform's
+// billing view shows the month's usage, and loop_commitment.threshold_reached is delivered once at
+// 80 % and once at 100 %, signed.
+func TestLoopRuntimeCommitment(t *testing.T) {
+	plans := filepath.Join(t.TempDir(), "plans.json")
+	if err := os.WriteFile(plans, []byte(`{"downgradePlan": "free", "plans": {"free": {"entitlements": [], "capabilities": []},
+		"demo": {"entitlements": [], "capabilities": [], "loopTransitionsMonthly": 5}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startRuntime(t, func(c *Config) { c.PlansFile = plans })
+	rcv := startReceiver(t)
+	_, secret := createEndpoint(t, s, rcv.URL, "loop_commitment.*")
+	rcv.SetSecrets(secret)
+	id := str(s.Run("POST", "/v1/instances", "loops:write", map[string]any{"loop": "supplyplan/quality", "businessKey": "LOT-C"}).Must(t, 201), "id")
+	fire := func(name string, payload any) {
+		t.Helper()
+		s.Run("POST", "/v1/instances/"+id+"/transitions", "loops:admin", map[string]any{"name": name, "payload": payload}).Must(t, 200)
+	}
+	defect := map[string]any{"defects": []any{map[string]any{"code": "D"}}}
+	fire("start_inspection", nil)
+	for range 3 {
+		fire("fail", defect)
+		fire("rework", nil)
+	}
+	b := s.Do("GET", "/api/platform/organizations/"+s.Creds.Organization.ID+"/billing", s.Key("platform"), nil).Must(t, 200)
+	u, _ := b["loopUsage"].(map[string]any)
+	if str(u, "transitions") != "7" || str(u, "commitment") != "5" || fmt.Sprint(u["thresholdsReached"]) != "[80 100]" {
+		t.Fatalf("billing view loopUsage %v", b["loopUsage"])
+	}
+	eventually(t, 10*time.Second, func() error {
+		got := rcv.Typed("loop_commitment.threshold_reached")
+		if len(got) != 2 {
+			return fmt.Errorf("%d threshold deliveries", len(got))
+		}
+		for _, m := range got {
+			if !m.Verified {
+				return fmt.Errorf("unverified %s", m.Body)
+			}
+		}
+		return nil
+	})
+	if n := len(rcv.Typed("loop_commitment.threshold_reached")); n != 2 {
+		t.Fatalf("%d threshold deliveries, want 2", n)
+	}
+}

@@ -68,7 +68,8 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 		loops.References = refs
 	}
 	s.Loops = actors.NewLoopCatalog(s.Core, loops)
-	s.LoopRuntime = actors.NewLoopRuntime(s.Core, actors.LoopRuntimeConfig{Refs: refs, TimerTick: cfg.LoopTimerTick, Now: cfg.Clock}, s.Loops, m.Bus)
+	s.LoopRuntime = actors.NewLoopRuntime(s.Core, actors.LoopRuntimeConfig{Refs: refs, TimerTick: cfg.LoopTimerTick, Now: cfg.Clock,
+		Commitment: s.Billing.LoopCommitment}, s.Loops, m.Bus)
 	return s
 }
 
