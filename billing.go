@@ -49,6 +49,17 @@ type PlanSpec struct {
 	Match []string `json:"match,omitempty"`
 	// RateLimits override the --rate-limit-* defaults for the plan's organizations (ratelimit.go).
 	RateLimits *RateLimits `json:"rateLimits,omitempty"`
+	// LoopTransitionsMonthly is the plan's monthly commitment of loop transitions (0: none):
+	// loop_commitment.threshold_reached fires at 80 % and 100 % of it (loop_commitment.go).
+	LoopTransitionsMonthly int64 `json:"loopTransitionsMonthly,omitempty"`
+}
+
+// LoopCommitment is the monthly commitment of loop transitions of an organization on plan.
+func (c PlansConfig) LoopCommitment(plan string) int64 {
+	if p, ok := c.Plans[plan]; ok && p.LoopTransitionsMonthly > 0 {
+		return p.LoopTransitionsMonthly
+	}
+	return 0
 }
 
 // PlansConfig maps provider plans to entitlements and capabilities (--plans-file).
@@ -613,6 +624,8 @@ type BillingView struct {
 	Organization Organization        `json:"organization"`
 	Billing      *BillingRecord      `json:"billing"`
 	AuditLog     []BillingAuditEntry `json:"auditLog"`
+	// LoopUsage is the current month's loop transitions against the plan's commitment.
+	LoopUsage *LoopUsageView `json:"loopUsage,omitempty"`
 }
 
 // BillingOf returns an organization's billing view, audit log newest first.

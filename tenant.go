@@ -32,6 +32,8 @@ type TenantState struct {
 	// AllocationState: the reservation ledger, order allocations, runs and repair audits
 	// (allocation_state.go; tenant_allocation.go joins it to the catalog).
 	AllocationState
+	// LoopEffectsState: the loop runtime's effects applied to this tenant (loop_effects.go).
+	LoopEffectsState
 
 	// allocation are the process's allocation settings (not journaled: SetAllocationSettings).
 	allocation AllocationSettings
@@ -56,6 +58,7 @@ func (s *TenantState) init() {
 	s.OutboxState.init()
 	s.ToolAuditState.init()
 	s.AllocationState.init()
+	s.LoopEffectsState.init()
 	s.receipts = nil
 }
 
@@ -102,6 +105,8 @@ func (s *TenantState) Apply(r Record) error {
 		return s.ToolAuditState.Apply(r)
 	case KindReservation, KindAllocation, KindAllocationAudit, KindAllocationRun:
 		return s.AllocationState.Apply(r)
+	case KindLoopEffectApplied:
+		return s.LoopEffectsState.Apply(r)
 	}
 	return fmt.Errorf("tenant state: unknown record kind %q", r.Kind)
 }

@@ -24,6 +24,8 @@ const (
 	EventRecommendationPrefix = "recommendation."
 	EventTransferPrefix       = "transfer."
 	EventMerchantUpdated      = "merchant.updated"
+	// LoopEventPrefix starts the loop runtime's events: loop.<domain>.<transition or lifecycle>.
+	LoopEventPrefix = "loop."
 )
 
 var (
@@ -54,6 +56,9 @@ func WebhookEventTypes() []string {
 
 // DeliverableEvent reports whether events of type t go to webhook endpoints.
 func DeliverableEvent(t string) bool {
+	if strings.HasPrefix(t, LoopEventPrefix) {
+		return true // every loop's events, also those of an organization's own loops
+	}
 	eventTypesMu.RLock()
 	defer eventTypesMu.RUnlock()
 	return slices.Contains(eventTypes, t)

@@ -88,8 +88,12 @@ func (s *Alerts) HandleEvent(e supplyplan.DomainEvent) {
 func (s *Alerts) demandSignalled(org string) { s.eval.scheduleIn(org, s.cfg.SignalDebounce) }
 
 // evaluationTrigger reports whether an event may change alert conditions: everything except
-// what alerts, billing and federation produce themselves.
+// what alerts, billing and federation produce themselves, and the loop runtime's changes that
+// leave stock alone.
 func evaluationTrigger(t string) bool {
+	if strings.HasPrefix(t, supplyplan.LoopEventPrefix) {
+		return supplyplan.LoopEventChangesStock(t) // other loop changes leave the planning data alone
+	}
 	for _, p := range []string{"alert.", "ops.", "subscription.", "merchant.", "demand_signal.spike", "demand_signal.stockout"} {
 		if strings.HasPrefix(t, p) {
 			return false

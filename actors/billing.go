@@ -48,8 +48,26 @@ func (s *Billing) HandlePaymentEvent(ctx context.Context, ev supplyplan.PaymentE
 
 // GetBilling returns an organization's billing record and audit log.
 func (s *Billing) GetBilling(ctx context.Context, orgID string) (supplyplan.BillingView, error) {
-	return platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.BillingView, []supplyplan.Record, error) {
+	v, err := platformTx(ctx, s.core, func(st *supplyplan.PlatformState) (supplyplan.BillingView, []supplyplan.Record, error) {
 		v, err := st.BillingOf(orgID)
 		return v, nil, err
 	})
+	if err != nil {
+		return v, err
+	}
+	u, err := s.core.loopUsage(ctx, orgID, supplyplan.Now(), s.LoopCommitment(orgID))
+	if err != nil {
+		return v, err
+	}
+	v.LoopUsage = &u
+	return v, nil
+}
+
+// LoopCommitment is an organization's monthly commitment of loop transitions: its plan's.
+func (s *Billing) LoopCommitment(orgID string) int64 {
+	o, ok := s.core.index.Load().orgs[orgID]
+	if !ok {
+		return 0
+	}
+	return s.plans.LoopCommitment(o.Plan)
 }

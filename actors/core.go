@@ -53,6 +53,8 @@ type Core struct {
 	tenantStates sync.Map // orgID -> *durable[*supplyplan.TenantState]
 	outbounds    sync.Map // owner -> *actor.PID
 	loops        sync.Map // loop catalog owner (an organization id or the global scope) -> *actor.PID
+	runs         sync.Map // orgID -> *actor.PID of the loop runtime (loopruntime.go)
+	runStates    sync.Map // orgID -> *durable[*supplyplan.LoopRunState], for reads outside the actor
 	closed       bool
 
 	quarantined atomic.Int64 // stored values out of bounds left out at load (reportQuarantined)
@@ -180,6 +182,10 @@ func (c *Core) Close(ctx context.Context) error {
 		return true
 	})
 	c.loops.Range(func(_, v any) bool {
+		pids = append(pids, v.(*actor.PID))
+		return true
+	})
+	c.runs.Range(func(_, v any) bool {
 		pids = append(pids, v.(*actor.PID))
 		return true
 	})

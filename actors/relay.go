@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,7 @@ type eventRelay struct {
 
 type relayItem struct {
 	fromPlatform bool
+	fromLoopRuns bool   // the event waits in the organization's loop runtime outbox
 	sourceOrg    string // the tenant whose outbox holds the event
 	ev           supplyplan.DomainEvent
 }
@@ -45,6 +47,8 @@ func (r *eventRelay) notify(e supplyplan.DomainEvent) {
 	it := relayItem{sourceOrg: e.OrganizationID, ev: e}
 	if e.OrganizationID == supplyplan.PlatformOwner || e.Type == supplyplan.EventSubscriptionUpdated {
 		it.fromPlatform = true
+	} else if isLoopRunEvent(e.Type) {
+		it.fromLoopRuns = true
 	}
 	r.queue(it)
 }
@@ -129,6 +133,13 @@ func (r *eventRelay) sweep() {
 		}
 		r.moveAll(items)
 	}
+	r.w.core.loopRunsOutboxes(ctx, func(org string, evs []supplyplan.DomainEvent) {
+		items := make([]relayItem, len(evs))
+		for i, e := range evs {
+			items[i] = relayItem{sourceOrg: org, fromLoopRuns: true, ev: e}
+		}
+		r.moveAll(items)
+	})
 	evs, err := platformTx(ctx, r.w.core, func(st *supplyplan.PlatformState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
 		return st.PendingEventList(), nil, nil
 	})
@@ -239,6 +250,9 @@ func (r *eventRelay) dropFromOutboxes(ctx context.Context, items []relayItem) {
 		if it.fromPlatform {
 			src = supplyplan.PlatformOwner
 		}
+		if it.fromLoopRuns {
+			src = loopRunsOutboxPrefix + src
+		}
 		if src == "" {
 			continue
 		}
@@ -259,7 +273,9 @@ func (r *eventRelay) dropFromOutboxes(ctx context.Context, items []relayItem) {
 			return recs
 		}
 		var err error
-		if src == supplyplan.PlatformOwner {
+		if org, ok := strings.CutPrefix(src, loopRunsOutboxPrefix); ok {
+			err = r.w.core.dropLoopRunsEvents(ctx, org, ids)
+		} else if src == supplyplan.PlatformOwner {
 			_, err = platformTx(ctx, r.w.core, func(st *supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
 				return struct{}{}, drop(st.PendingEvents), nil
 			})
@@ -273,6 +289,9 @@ func (r *eventRelay) dropFromOutboxes(ctx context.Context, items []relayItem) {
 		}
 	}
 }
+
+// loopRunsOutboxPrefix marks, in dropFromOutboxes, an organization's loop runtime outbox.
+const loopRunsOutboxPrefix = "loopruns:"
 
 // prune forgets old alerts and deliveries of every owner.
 func (s *Webhooks) prune() {

@@ -30,6 +30,9 @@ var statusOf = map[string]int{
 	supplyplan.EIDEMLOST:       fasthttp.StatusGone,
 	supplyplan.EVERSIONEXISTS:  fasthttp.StatusConflict,
 	supplyplan.EBREAKINGCHANGE: fasthttp.StatusConflict,
+	supplyplan.EPRECONDITION:   fasthttp.StatusPreconditionFailed,
+	supplyplan.EINSTANCEEXISTS: fasthttp.StatusConflict,
+	supplyplan.ECOUNTCHANGED:   fasthttp.StatusConflict,
 }
 
 // StatusOf returns the HTTP status of an error code.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/supplyplan/supplyplan/jwtauth"
 )
 
 // Config is every setting of `supplyplan serve`. Each flag falls back to an environment variable.
@@ -98,6 +100,18 @@ type Config struct {
 	LoopCatalogAddr string
 	LoopSigningKey  string
 
+	// Loop runtime (docs/loop-runtime-api.md).
+	LoopRuntimeAddr string
+	LoopJWTIssuer   string // comma-separated trusted issuers; empty: the local issuer in the data dir
+	LoopJWTAudience string
+	LoopJWKSURL     string
+	LoopJWKSFile    string
+	// LoopTimerTick is how often due loop timeouts are looked for (tests; no flag). 0: 1s.
+	LoopTimerTick time.Duration
+	// LoopAuth, when set, verifies the loop runtime's tokens instead of the configured issuers
+	// (tests only; no flag).
+	LoopAuth jwtauth.Authenticator
+
 	envErr error // first environment variable that did not parse (EnvError)
 
 	// Surfaces chooses what Open starts (serve: all; registry, tools: one). Zero means all.
@@ -108,11 +122,11 @@ type Config struct {
 }
 
 // Surfaces selects the servers Main runs.
-type Surfaces struct{ API, Registry, Tools, LoopCatalog bool }
+type Surfaces struct{ API, Registry, Tools, LoopCatalog, LoopRuntime bool }
 
 func (s Surfaces) all() Surfaces {
-	if !s.API && !s.Registry && !s.Tools && !s.LoopCatalog {
-		return Surfaces{API: true, Registry: true, Tools: true, LoopCatalog: true}
+	if !s.API && !s.Registry && !s.Tools && !s.LoopCatalog && !s.LoopRuntime {
+		return Surfaces{API: true, Registry: true, Tools: true, LoopCatalog: true, LoopRuntime: true}
 	}
 	return s
 }
@@ -198,6 +212,11 @@ func DefaultConfig() Config {
 		MCPPageSize:       envInt("SUPPLYPLAN_MCP_PAGE_SIZE", 50),
 		LoopCatalogAddr:   envString("SUPPLYPLAN_LOOP_CATALOG_ADDR", "127.0.0.1:3011"),
 		LoopSigningKey:    envString("SUPPLYPLAN_LOOP_SIGNING_KEY", ""),
+		LoopRuntimeAddr:   envString("SUPPLYPLAN_LOOP_RUNTIME_ADDR", "127.0.0.1:3012"),
+		LoopJWTIssuer:     envString("SUPPLYPLAN_LOOP_JWT_ISSUER", ""),
+		LoopJWTAudience:   envString("SUPPLYPLAN_LOOP_JWT_AUDIENCE", "supplyplan-loops"),
+		LoopJWKSURL:       envString("SUPPLYPLAN_LOOP_JWKS_URL", ""),
+		LoopJWKSFile:      envString("SUPPLYPLAN_LOOP_JWKS_FILE", ""),
 		RedisAddr:         envString("SUPPLYPLAN_REDIS_ADDR", ""),
 		RedisPassword:     envString("SUPPLYPLAN_REDIS_PASSWORD", ""),
 		RedisPrefix:       envString("SUPPLYPLAN_REDIS_PREFIX", "supplyplan:"),
@@ -263,6 +282,11 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.MCPPageSize, "mcp-page-size", c.MCPPageSize, "tools/list page size of the MCP endpoints (SUPPLYPLAN_MCP_PAGE_SIZE)")
 	fs.StringVar(&c.LoopCatalogAddr, "loop-catalog-addr", c.LoopCatalogAddr, "loop catalog listen address (SUPPLYPLAN_LOOP_CATALOG_ADDR)")
 	fs.StringVar(&c.LoopSigningKey, "loop-signing-key", c.LoopSigningKey, "Ed25519 PKCS#8 PEM file of the loop catalog's signing key (default: generated into <data>/loop-signing-key.pem) (SUPPLYPLAN_LOOP_SIGNING_KEY)")
+	fs.StringVar(&c.LoopRuntimeAddr, "loop-runtime-addr", c.LoopRuntimeAddr, "loop runtime listen address (SUPPLYPLAN_LOOP_RUNTIME_ADDR)")
+	fs.StringVar(&c.LoopJWTIssuer, "loop-jwt-issuer", c.LoopJWTIssuer, "comma-separated trusted iss values of loop runtime JWTs; empty: a local issuer whose key is generated into <data>/loop-issuer.jwk (mint with supplyplan token) (SUPPLYPLAN_LOOP_JWT_ISSUER)")
+	fs.StringVar(&c.LoopJWTAudience, "loop-jwt-audience", c.LoopJWTAudience, "aud the loop runtime's JWTs must carry (SUPPLYPLAN_LOOP_JWT_AUDIENCE)")
+	fs.StringVar(&c.LoopJWKSURL, "loop-jwks-url", c.LoopJWKSURL, "JWKS URL of the issuers' keys (cached, refreshed, refetched on an unknown kid) (SUPPLYPLAN_LOOP_JWKS_URL)")
+	fs.StringVar(&c.LoopJWKSFile, "loop-jwks-file", c.LoopJWKSFile, "local JWKS or PEM public key file of the issuers' keys, instead of --loop-jwks-url (SUPPLYPLAN_LOOP_JWKS_FILE)")
 	fs.StringVar(&c.RedisAddr, "redis-addr", c.RedisAddr, "Redis address (distributed mode: alert cooldown state and the registry's gateway keys live there); empty: embedded (SUPPLYPLAN_REDIS_ADDR)")
 	fs.StringVar(&c.RedisPassword, "redis-password", c.RedisPassword, "Redis password (SUPPLYPLAN_REDIS_PASSWORD)")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key (SUPPLYPLAN_REDIS_PREFIX)")

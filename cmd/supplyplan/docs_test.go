@@ -137,13 +137,24 @@ func TestLoopCatalogDocumentationRuns(t *testing.T) {
 // on free ports), from a directory that holds its data dir as data/ and, with withBinary, the
 // built binary as bin/supplyplan, as the repository's root does after `make run`.
 func runDocPage(t *testing.T, page string, withBinary bool) {
+	runDocPageOn(t, nil, page, withBinary, nil)
+}
+
+// runDocPageOn is runDocPage against s (nil: a fresh server), with more variables to set.
+func runDocPageOn(t *testing.T, s *testServer, page string, withBinary bool, more map[string]string) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			testdeps.Missing(t, tool+" is not installed", "bash scripts/test-deps.sh")
 		}
 	}
-	s := MustStart(t, "")
-	script, examples := docScript(t, page, map[string]string{"U": s.URL, "C": "http://" + s.Main.Loops.Addr()})
+	if s == nil {
+		s = MustStart(t, "")
+	}
+	bases := map[string]string{"U": s.URL, "C": "http://" + s.Main.Loops.Addr()}
+	for k, v := range more {
+		bases[k] = v
+	}
+	script, examples := docScript(t, page, bases)
 
 	dir := t.TempDir()
 	// The examples read keys from data/credentials.json, as after `make run`.

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/actors"
 	sphttp "github.com/supplyplan/supplyplan/http"
 	"github.com/supplyplan/supplyplan/internal/fsutil"
+	"github.com/supplyplan/supplyplan/jwtauth"
 )
 
 // The loop catalog's wiring: its signing key and key set, and its listener.
@@ -131,5 +133,58 @@ func (m *Main) openLoopCatalog() error {
 		return err
 	}
 	fmt.Fprintf(m.out, "listening loop-catalog http://%s\n", m.Loops.Addr())
+	return nil
+}
+
+// loopAuthConfig is the JWT verification of the loop runtime: the configured issuers with their
+// JWKS URL or file, or (no issuer configured) the local issuer whose key lives in the data dir.
+func loopAuthConfig(cfg Config) (jwtauth.Config, error) {
+	if strings.TrimSpace(cfg.LoopJWTIssuer) == "" {
+		jc, err := jwtauth.EnsureLocalIssuer(cfg.DataDir)
+		if err != nil {
+			return jc, fmt.Errorf("loop runtime local issuer: %w", err)
+		}
+		if cfg.LoopJWTAudience != "" {
+			jc.Audience = cfg.LoopJWTAudience
+		}
+		jc.Now = cfg.Clock
+		return jc, nil
+	}
+	jc := jwtauth.Config{Audience: cfg.LoopJWTAudience, JWKSURL: cfg.LoopJWKSURL, JWKSFile: cfg.LoopJWKSFile, Now: cfg.Clock}
+	for _, iss := range strings.Split(cfg.LoopJWTIssuer, ",") {
+		if iss = strings.TrimSpace(iss); iss != "" {
+			jc.Issuers = append(jc.Issuers, iss)
+		}
+	}
+	if (jc.JWKSURL == "") == (jc.JWKSFile == "") {
+		return jc, fmt.Errorf("--loop-jwt-issuer needs exactly one of --loop-jwks-url and --loop-jwks-file")
+	}
+	return jc, nil
+}
+
+// openLoopRuntime starts the loop runtime listener with its JWT verifier.
+func (m *Main) openLoopRuntime() error {
+	cfg := m.Config
+	if m.LoopAuth == nil && cfg.LoopAuth != nil {
+		m.LoopAuth = cfg.LoopAuth
+	}
+	if m.LoopAuth == nil {
+		jc, err := loopAuthConfig(cfg)
+		if err != nil {
+			return err
+		}
+		v, err := jwtauth.New(jc)
+		if err != nil {
+			return fmt.Errorf("loop runtime JWT verification: %w", err)
+		}
+		m.LoopAuth, m.loopAuthC = v, v.Close
+	}
+	m.Runtime = sphttp.NewLoopRuntimeServer(sphttp.LoopRuntimeConfig{Addr: cfg.LoopRuntimeAddr, BodyLimit: cfg.BodyLimit,
+		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies},
+		sphttp.LoopRuntimeServices{Auth: m.LoopAuth, Runtime: m.System.LoopRuntime})
+	if err := m.Runtime.Open(); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.out, "listening loop-runtime http://%s\n", m.Runtime.Addr())
 	return nil
 }

@@ -36,6 +36,7 @@ Usage:
   supplyplan registry [flags]  run only the MCP registry discovery endpoint
   supplyplan tools [flags]     run only the hosted commerce tool service
   supplyplan loop-catalog [flags]  run only the loop catalog
+  supplyplan loop-runtime [flags]  run only the loop runtime
   supplyplan loop verify [flags] <manifest.json>
                                check a downloaded loop manifest's digest, integrity and signature
   supplyplan token --org <org> --scope <scopes>  print a loop runtime JWT from the local issuer
@@ -59,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return serve(args[0], args[1:], Surfaces{Tools: true}, stdout, stderr)
 	case "loop-catalog":
 		return serve(args[0], args[1:], Surfaces{LoopCatalog: true}, stdout, stderr)
+	case "loop-runtime":
+		return serve(args[0], args[1:], Surfaces{LoopRuntime: true}, stdout, stderr)
 	case "loop":
 		return loopCommand(args[1:], stdout, stderr)
 	case "token":

@@ -55,7 +55,7 @@ func startMain(t *testing.T, dir string, mutate func(*Config)) *env {
 	cfg := DefaultConfig()
 	cfg.DataDir = dir
 	cfg.APIAddr, cfg.RegistryAddr, cfg.ToolsAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.LoopCatalogAddr = "127.0.0.1:0"
+	cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.MCPPageSize = 4
 	cfg.RedisAddr = ""
 	cfg.ToolsPublicURL = ""
@@ -664,12 +664,13 @@ func TestSingleSurfaces(t *testing.T) {
 		{"registry", Surfaces{Registry: true}, "listening registry http://"},
 		{"tools", Surfaces{Tools: true}, "listening tools http://"},
 		{"loop-catalog", Surfaces{LoopCatalog: true}, "listening loop-catalog http://"},
+		{"loop-runtime", Surfaces{LoopRuntime: true}, "listening loop-runtime http://"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.DataDir, cfg.Surfaces = t.TempDir(), tc.s
 			cfg.APIAddr, cfg.RegistryAddr, cfg.ToolsAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-			cfg.LoopCatalogAddr = "127.0.0.1:0"
+			cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = "127.0.0.1:0", "127.0.0.1:0"
 			cfg.RedisAddr = ""
 			var out bytes.Buffer
 			m := NewMain(cfg, slog.New(slog.DiscardHandler), &out)

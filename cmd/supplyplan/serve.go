@@ -19,6 +19,7 @@ import (
 	sphttp "github.com/supplyplan/supplyplan/http"
 	"github.com/supplyplan/supplyplan/internal/fsutil"
 	"github.com/supplyplan/supplyplan/internal/telemetry"
+	"github.com/supplyplan/supplyplan/jwtauth"
 	"github.com/supplyplan/supplyplan/outbound"
 	"github.com/supplyplan/supplyplan/redisstore"
 	"github.com/supplyplan/supplyplan/rpc"
@@ -52,6 +53,12 @@ type Main struct {
 	Tools    *sphttp.ToolServer
 	Registry *rpc.RegistryServer
 	Loops    *sphttp.LoopCatalogServer
+	Runtime  *sphttp.LoopRuntimeServer
+
+	// LoopAuth verifies the loop runtime's JWTs; Open builds it from the configuration unless set
+	// (tests set a fake).
+	LoopAuth  jwtauth.Authenticator
+	loopAuthC func()
 
 	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog, the forecaster
 	// and the transfer recommendations from System.Catalog, System.Forecasts and System.Transfers
@@ -235,6 +242,13 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.Loops != nil {
 		step("loop catalog", func() error { return m.Loops.Close(ctx) })
+	}
+	if m.Runtime != nil {
+		step("loop runtime", func() error { return m.Runtime.Close(ctx) })
+	}
+	if m.loopAuthC != nil {
+		m.loopAuthC()
+		m.loopAuthC = nil
 	}
 	if m.Redis != nil {
 		step("redis", func() error { return m.Redis.Close(ctx) })

@@ -111,6 +111,11 @@ func (m *Main) openSurfaces() error {
 			return err
 		}
 	}
+	if run.LoopRuntime {
+		if err := m.openLoopRuntime(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -26,6 +26,7 @@ type System struct {
 	MCP         *actors.MCP
 	Idempotency *actors.Idempotency
 	Loops       *actors.LoopCatalog
+	LoopRuntime *actors.LoopRuntime
 
 	opened []systemPart // what Open opened, in order
 }
@@ -62,7 +63,13 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 	s.Signals = actors.NewSignals(s.Core, m.Demand, s.Forecasts, s.Alerts)
 	s.MCP = actors.NewMCP(s.Core, s.Webhooks)
 	s.Idempotency = actors.NewIdempotency(s.Core)
+	refs := &actors.LoopRefs{}
+	if loops.References == nil {
+		loops.References = refs
+	}
 	s.Loops = actors.NewLoopCatalog(s.Core, loops)
+	s.LoopRuntime = actors.NewLoopRuntime(s.Core, actors.LoopRuntimeConfig{Refs: refs, TimerTick: cfg.LoopTimerTick, Now: cfg.Clock,
+		Commitment: s.Billing.LoopCommitment}, s.Loops, m.Bus)
 	return s
 }
 
@@ -80,6 +87,7 @@ func (s *System) Open(ctx context.Context) error {
 		{"transfers", s.Transfers.Open, s.Transfers.Close},
 		{"allocation", s.Allocation.Open, s.Allocation.Close},
 		{"imports", s.Imports.Open, s.Imports.Close},
+		{"loop runtime", s.LoopRuntime.Open, s.LoopRuntime.Close},
 	} {
 		if err := p.open(ctx); err != nil {
 			return err

@@ -27,6 +27,8 @@ type loadSpec struct {
 
 	// Path, when set, is the path (and query) of each request instead of URL's (same host).
 	Path func(worker, i int) string
+	// Header, when set, adds one header to each request (a fresh token per request).
+	Header func(worker, i int) (name, value string)
 }
 
 // loadResult is what a phase measured.
@@ -84,6 +86,9 @@ func runLoad(spec loadSpec) (loadResult, error) {
 				req.Header.SetContentType("application/json")
 				for k, v := range spec.Headers {
 					req.Header.Set(k, v)
+				}
+				if spec.Header != nil {
+					req.Header.Set(spec.Header(w, i))
 				}
 				if spec.Body != nil {
 					req.SetBody(spec.Body(w, i))

@@ -1,0 +1,437 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/jwtauth"
+)
+
+// LoopRuntimeConfig configures the loop runtime listener (default 127.0.0.1:3012).
+type LoopRuntimeConfig struct {
+	Addr string
+	// BodyLimit caps the JSON bodies (default 1 MiB).
+	BodyLimit      int
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+	BodyBudget     *BodyBudget
+}
+
+// LoopRuntimeServices are what the loop runtime listener calls.
+type LoopRuntimeServices struct {
+	// Auth verifies the callers' signed JWTs.
+	Auth    jwtauth.Authenticator
+	Runtime supplyplan.LoopRuntimeService
+}
+
+// LoopRuntimeServer is the loop runtime's HTTP service: workflow instances, their transitions,
+// cancellations and audit, called with signed JWTs (docs/loop-runtime-api.md).
+type LoopRuntimeServer struct {
+	cfg    LoopRuntimeConfig
+	svc    LoopRuntimeServices
+	log    *slog.Logger
+	router *router
+	listener
+}
+
+// NewLoopRuntimeServer builds the loop runtime listener and its routes.
+func NewLoopRuntimeServer(cfg LoopRuntimeConfig, svc LoopRuntimeServices) *LoopRuntimeServer {
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = 1 << 20
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &LoopRuntimeServer{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
+	s.routes()
+	s.listener = newListener("loop-runtime", cfg.Addr, "supplyplan-loop-runtime", cfg.BodyBudget, cfg.Logger, s.handle)
+	return s
+}
+
+// Handler exposes the request handler (tests and benchmarks).
+func (s *LoopRuntimeServer) Handler() fasthttp.RequestHandler { return s.handle }
+
+// runCaller is an authenticated runtime request.
+type runCaller struct {
+	claims jwtauth.Claims
+	c      supplyplan.LoopRunCaller
+}
+
+type runHandler func(r *Request, c *runCaller) error
+
+func (s *LoopRuntimeServer) routes() {
+	rt := s.router
+	rt.handle("GET", "/health", func(r *Request) error {
+		r.Ctx.SetStatusCode(fasthttp.StatusOK)
+		r.Ctx.SetContentType("application/json")
+		r.Ctx.SetBody(healthBody)
+		return nil
+	})
+	const inst = "/v1/instances/:id"
+	rt.handle("POST", "/v1/instances", s.authed(jwtauth.ScopeWrite, s.start))
+	rt.handle("GET", "/v1/instances", s.authed(jwtauth.ScopeRead, s.list))
+	rt.handle("POST", "/v1/instances/cancel", s.authed(jwtauth.ScopeAdmin, s.bulkCancel))
+	rt.handle("GET", inst, s.authed(jwtauth.ScopeRead, s.get))
+	rt.handle("POST", inst+"/transitions", s.authed(jwtauth.ScopeWrite, s.transition))
+	rt.handle("POST", inst+"/cancel", s.authed(jwtauth.ScopeWrite, s.lifecycle(supplyplan.LoopActionCancel)))
+	rt.handle("POST", inst+"/terminate", s.authed(jwtauth.ScopeAdmin, s.lifecycle(supplyplan.LoopActionTerminate)))
+	rt.handle("POST", inst+"/suspend", s.authed(jwtauth.ScopeWrite, s.lifecycle(supplyplan.LoopActionSuspend)))
+	rt.handle("POST", inst+"/resume", s.authed(jwtauth.ScopeWrite, s.lifecycle(supplyplan.LoopActionResume)))
+	rt.handle("GET", inst+"/events", s.authed(jwtauth.ScopeRead, s.events))
+	rt.handle("GET", inst+"/audit/verify", s.authed(jwtauth.ScopeRead, s.verify))
+}
+
+func (s *LoopRuntimeServer) handle(ctx *fasthttp.RequestCtx) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("loop runtime handler panic", "path", string(ctx.Path()), "panic", r, "stack", string(debug.Stack()))
+			ctx.ResetBody()
+			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
+		}
+	}()
+	defer discardUnread(ctx)
+	h, params, allow := s.router.match(ctx.Method(), ctx.Path())
+	if h == nil {
+		if allow != "" {
+			ctx.Response.Header.Set("Allow", allow)
+			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
+			return
+		}
+		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	r := &Request{Ctx: ctx, Context: rctx, params: params, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit}
+	defer func() { r.body.release() }()
+	if err := h(r); err != nil {
+		var ae *jwtauth.Error
+		if errors.As(err, &ae) {
+			writeJWTError(ctx, ae)
+			return
+		}
+		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {
+			s.log.Error("loop runtime request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+		}
+		writeError(ctx, err)
+	}
+}
+
+// realm is the WWW-Authenticate realm of the runtime.
+const loopRealm = `Bearer realm="supplyplan-loops"`
+
+// writeJWTError renders an authentication failure: 401 (or 403 for a missing scope) with the
+// WWW-Authenticate challenge naming the error.
+func writeJWTError(ctx *fasthttp.RequestCtx, e *jwtauth.Error) {
+	status, code, msg := e.Status, supplyplan.EUNAUTHORIZED, "Unauthorized"
+	if status == fasthttp.StatusForbidden {
+		code, msg = supplyplan.EFORBIDDEN, "Forbidden"
+	} else if status != fasthttp.StatusUnauthorized {
+		status = fasthttp.StatusUnauthorized
+	}
+	ctx.Response.Header.Set("WWW-Authenticate", e.WWWAuthenticate())
+	writeErrorBody(ctx, status, errorBody{Error: msg, Code: code, Reason: e.Code,
+		Details: map[string][]string{"authorization": {e.Description}}})
+}
+
+// authed verifies the caller's JWT (headers only: no body has been read), resolves its
+// organization and checks that its scopes include scope. POSTs are mutating: the token's jti is
+// then refused on another mutating call until it expires.
+func (s *LoopRuntimeServer) authed(scope string, h runHandler) handlerFunc {
+	return func(r *Request) error {
+		hdr := bytes.TrimSpace(r.Ctx.Request.Header.Peek("Authorization"))
+		if len(hdr) == 0 {
+			return &jwtauth.Error{Status: fasthttp.StatusUnauthorized, Code: "invalid_request", Description: "an Authorization: Bearer <JWT> header is required"}
+		}
+		token, ok := bytes.CutPrefix(hdr, []byte("Bearer "))
+		if !ok {
+			if token, ok = bytes.CutPrefix(hdr, []byte("bearer ")); !ok {
+				return &jwtauth.Error{Status: fasthttp.StatusUnauthorized, Code: "invalid_request", Description: "the Authorization header must be Bearer <JWT>"}
+			}
+		}
+		claims, err := s.svc.Auth.Authenticate(r.Context, string(bytes.TrimSpace(token)), string(r.Ctx.Method()) == "POST")
+		if err != nil {
+			var ae *jwtauth.Error
+			if errors.As(err, &ae) {
+				return ae
+			}
+			return &jwtauth.Error{Status: fasthttp.StatusUnauthorized, Code: "invalid_token", Description: "the token could not be verified"}
+		}
+		org, ok := s.svc.Runtime.Organization(claims.Org)
+		if !ok || claims.Org == "" {
+			return &jwtauth.Error{Status: fasthttp.StatusUnauthorized, Code: "invalid_token", Description: "the token's org claim names no organization"}
+		}
+		if !claims.HasScope(scope) {
+			return &jwtauth.Error{Status: fasthttp.StatusForbidden, Code: "insufficient_scope",
+				Description: "this call needs the scope " + scope}
+		}
+		reqID, err := requestID(r.Ctx)
+		if err != nil {
+			return err
+		}
+		r.Ctx.Response.Header.Set("X-Request-Id", reqID)
+		c := &runCaller{claims: claims, c: supplyplan.LoopRunCaller{OrgID: org.ID,
+			Actor: supplyplan.LoopActor{Type: supplyplan.LoopActorType(claims.Subject), Sub: claims.Subject, Iss: claims.Issuer, Jti: claims.ID},
+			Roles: supplyplan.LoopRolesOf(claims.HasScope(jwtauth.ScopeAdmin), claims.HasScope(jwtauth.ScopeWrite)), RequestID: reqID}}
+		if string(r.Ctx.Method()) == "POST" {
+			key, err := idempotencyKey(r.Ctx)
+			if err != nil {
+				return err
+			}
+			if key != "" {
+				body, err := r.Body()
+				if err != nil {
+					return err
+				}
+				c.c.IdempotencyKey = key
+				c.c.Fingerprint = IdempotencyFingerprint("POST", string(r.Ctx.RequestURI()), body)
+			}
+		}
+		return h(r, c)
+	}
+}
+
+// requestID is the request's X-Request-Id (at most 128 printable ASCII characters) or a new one.
+func requestID(ctx *fasthttp.RequestCtx) (string, error) {
+	raw := bytes.TrimSpace(ctx.Request.Header.Peek("X-Request-Id"))
+	if len(raw) == 0 {
+		return supplyplan.NewID("req"), nil
+	}
+	if len(raw) > 128 {
+		return "", supplyplan.Invalid("X-Request-Id", "must be at most 128 characters")
+	}
+	for _, c := range raw {
+		if c < 0x21 || c > 0x7e {
+			return "", supplyplan.Invalid("X-Request-Id", "must be printable ASCII without spaces")
+		}
+	}
+	return string(raw), nil
+}
+
+// ifMatch reads If-Match: an instance version, quoted or not (nil when absent).
+func ifMatch(ctx *fasthttp.RequestCtx) (*int64, error) {
+	raw := bytes.TrimSpace(ctx.Request.Header.Peek("If-Match"))
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	raw = bytes.TrimPrefix(raw, []byte("W/"))
+	raw = bytes.Trim(raw, `"`)
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || n < 1 {
+		return nil, supplyplan.Invalid("If-Match", "must be the instance's version (its ETag), e.g. \"3\"")
+	}
+	return &n, nil
+}
+
+// replayed writes an Idempotency-Key's stored response.
+func replayed(r *Request, idm *supplyplan.LoopIdem) error {
+	r.Ctx.SetStatusCode(idm.Status)
+	r.Ctx.SetContentType("application/json")
+	r.Ctx.SetBody(idm.Body)
+	r.Ctx.Response.Header.Set(replayedHeader, "true")
+	return nil
+}
+
+// instance writes an instance with its ETag.
+func instanceResponse(r *Request, status int, in supplyplan.LoopInstance) error {
+	r.Ctx.Response.Header.Set("ETag", in.ETag())
+	return r.JSON(status, in)
+}
+
+func (s *LoopRuntimeServer) start(r *Request, c *runCaller) error {
+	var in struct {
+		Loop        string          `json:"loop"`
+		Version     string          `json:"version" max:"256"`
+		Range       string          `json:"range" max:"1024"`
+		Digest      string          `json:"digest" max:"100"`
+		BusinessKey string          `json:"businessKey" max:"1000"`
+		Input       json.RawMessage `json:"input"`
+		OnConflict  string          `json:"onConflict"`
+	}
+	if err := r.Decode(&in); err != nil {
+		return err
+	}
+	res, err := s.svc.Runtime.StartInstance(r.Context, c.c, supplyplan.LoopStartInput{Loop: in.Loop, Version: in.Version, Range: in.Range,
+		Digest: in.Digest, BusinessKey: in.BusinessKey, Input: bytes.Clone(in.Input), OnConflict: in.OnConflict})
+	if err != nil {
+		return err
+	}
+	if res.Replay != nil {
+		return replayed(r, res.Replay)
+	}
+	status := fasthttp.StatusOK
+	if res.Created {
+		status = fasthttp.StatusCreated
+		r.Ctx.Response.Header.Set("Location", "/v1/instances/"+res.Instance.ID)
+	}
+	return instanceResponse(r, status, res.Instance)
+}
+
+// filter reads the instance filter of the query (list) or of a bulk cancel's body.
+func instanceFilter(q *Query) supplyplan.LoopInstanceFilter {
+	f := supplyplan.LoopInstanceFilter{Loop: q.String("loop"),
+		Status: supplyplan.LoopInstanceStatus(q.Enum("status", enumStrings(supplyplan.LoopInstanceStatuses))),
+		State:  q.String("state"), BusinessKey: q.String("businessKey")}
+	if t, _, ok := q.Time("createdAfter"); ok {
+		f.CreatedAfter = &t
+	}
+	if t, _, ok := q.Time("createdBefore"); ok {
+		f.CreatedBefore = &t
+	}
+	return f
+}
+
+func (s *LoopRuntimeServer) list(r *Request, c *runCaller) error {
+	q := r.Query()
+	f := instanceFilter(q)
+	f.Limit, f.Offset = pageParams(q)
+	if err := q.Err(); err != nil {
+		return err
+	}
+	p, err := s.svc.Runtime.ListInstances(r.Context, c.c.OrgID, f)
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"instances": p.Items, "total": p.Total, "limit": p.Limit, "offset": p.Offset})
+}
+
+func (s *LoopRuntimeServer) get(r *Request, c *runCaller) error {
+	in, err := s.svc.Runtime.GetInstance(r.Context, c.c.OrgID, r.Param("id"))
+	if err != nil {
+		return err
+	}
+	return instanceResponse(r, fasthttp.StatusOK, in)
+}
+
+func (s *LoopRuntimeServer) transition(r *Request, c *runCaller) error {
+	im, err := ifMatch(r.Ctx)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Name    string          `json:"name" max:"63"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := r.Decode(&in); err != nil {
+		return err
+	}
+	if in.Name == "" {
+		return supplyplan.Invalid("name", "is required")
+	}
+	res, err := s.svc.Runtime.Transition(r.Context, c.c, r.Param("id"), supplyplan.LoopTransitionInput{Name: in.Name,
+		Payload: bytes.Clone(in.Payload), IfMatch: im, Roles: c.c.Roles})
+	if err != nil {
+		return err
+	}
+	if res.Replay != nil {
+		return replayed(r, res.Replay)
+	}
+	return instanceResponse(r, fasthttp.StatusOK, res.Instance)
+}
+
+func (s *LoopRuntimeServer) lifecycle(action string) runHandler {
+	return func(r *Request, c *runCaller) error {
+		im, err := ifMatch(r.Ctx)
+		if err != nil {
+			return err
+		}
+		var in struct {
+			Reason string `json:"reason" max:"1000"`
+		}
+		if err := r.DecodeOptional(&in); err != nil {
+			return err
+		}
+		res, err := s.svc.Runtime.Lifecycle(r.Context, c.c, r.Param("id"), action, supplyplan.LoopLifecycleInput{Reason: in.Reason, IfMatch: im})
+		if err != nil {
+			return err
+		}
+		if res.Replay != nil {
+			return replayed(r, res.Replay)
+		}
+		return instanceResponse(r, fasthttp.StatusOK, res.Instance)
+	}
+}
+
+func (s *LoopRuntimeServer) bulkCancel(r *Request, c *runCaller) error {
+	var in struct {
+		Filter *struct {
+			Loop          string  `json:"loop"`
+			Status        string  `json:"status"`
+			State         string  `json:"state"`
+			BusinessKey   string  `json:"businessKey" max:"1000"`
+			CreatedAfter  *string `json:"createdAfter"`
+			CreatedBefore *string `json:"createdBefore"`
+		} `json:"filter"`
+		Reason        string `json:"reason" max:"1000"`
+		DryRun        bool   `json:"dryRun"`
+		ExpectedCount *int   `json:"expectedCount"`
+	}
+	if err := r.Decode(&in); err != nil {
+		return err
+	}
+	if in.Filter == nil {
+		return supplyplan.Invalid("filter", "is required (an empty filter never means every instance)")
+	}
+	f := supplyplan.LoopInstanceFilter{Loop: in.Filter.Loop, Status: supplyplan.LoopInstanceStatus(in.Filter.Status),
+		State: in.Filter.State, BusinessKey: in.Filter.BusinessKey}
+	for _, x := range []struct {
+		field string
+		v     *string
+		dst   **time.Time
+	}{{"filter.createdAfter", in.Filter.CreatedAfter, &f.CreatedAfter}, {"filter.createdBefore", in.Filter.CreatedBefore, &f.CreatedBefore}} {
+		if x.v != nil {
+			t, ok := supplyplan.ParseTime(*x.v)
+			if !ok {
+				return supplyplan.Invalid(x.field, "must be an ISO date-time")
+			}
+			*x.dst = &t
+		}
+	}
+	res, idm, err := s.svc.Runtime.BulkCancel(r.Context, c.c, supplyplan.LoopBulkCancelInput{Filter: f, Reason: in.Reason,
+		DryRun: in.DryRun, ExpectedCount: in.ExpectedCount})
+	if err != nil {
+		return err
+	}
+	if idm != nil {
+		return replayed(r, idm)
+	}
+	return r.JSON(fasthttp.StatusOK, res)
+}
+
+func (s *LoopRuntimeServer) events(r *Request, c *runCaller) error {
+	q := r.Query()
+	after := q.Int("afterSeq", 0, 0, 1<<53)
+	limit := q.Int("limit", supplyplan.DefaultLoopEventsLimit, 1, supplyplan.MaxLoopEventsPerList)
+	if err := q.Err(); err != nil {
+		return err
+	}
+	evs, err := s.svc.Runtime.Events(r.Context, c.c.OrgID, r.Param("id"), int64(after), limit)
+	if err != nil {
+		return err
+	}
+	next := int64(after)
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].Seq
+	}
+	return r.JSON(fasthttp.StatusOK, map[string]any{"events": evs, "nextAfterSeq": next})
+}
+
+func (s *LoopRuntimeServer) verify(r *Request, c *runCaller) error {
+	v, err := s.svc.Runtime.VerifyAudit(r.Context, c.c.OrgID, r.Param("id"))
+	if err != nil {
+		return err
+	}
+	return r.JSON(fasthttp.StatusOK, v)
+}
