@@ -45,6 +45,7 @@ type Main struct {
 	Tools    *sphttp.ToolServer
 	Registry *rpc.RegistryServer
 	Loops    *sphttp.LoopCatalogServer
+	Console  *sphttp.ConsoleServer
 
 	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog, the forecaster
 	// and the transfer recommendations from System.Catalog, System.Forecasts and System.Transfers
@@ -163,6 +164,9 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 		fmt.Fprintf(m.out, "listening api http://%s\n", m.API.Addr())
 	}
+	if err := m.openConsole(credsPath); err != nil {
+		return err
+	}
 	if err := m.openSurfaces(); err != nil {
 		return err
 	}
@@ -192,6 +196,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.API != nil {
 		step("api", func() error { return m.API.Close(ctx) })
+	}
+	if m.Console != nil {
+		step("console", func() error { return m.Console.Close(ctx) })
 	}
 	if m.Registry != nil {
 		step("registry", func() error { return m.Registry.Close(ctx) })
