@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -60,7 +59,7 @@ func browser(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
 	t.Cleanup(cancel2)
-	if err := chromedp.Run(ctx); err != nil {
+	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
 	return ctx
@@ -76,25 +75,41 @@ func screenshotDir(t *testing.T) string {
 	return dir
 }
 
-// brun runs browser actions under a deadline, failing the test with what step failed.
-func brun(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+// bdo runs browser steps under a deadline, failing the test with the step that failed, the page's
+// location and the start of its text.
+func bdo(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := chromedp.Run(c, actions...); err != nil {
-		var loc, body string
-		_ = chromedp.Run(ctx, chromedp.Location(&loc), chromedp.Evaluate(`document.body ? document.body.innerText.slice(0, 2000) : ""`, &body))
-		t.Fatalf("%s: %v (at %s)\n%s", what, err, loc, body)
+	if err := chromedp.Do(c, steps...); err != nil {
+		browserFail(t, ctx, what, err)
 	}
 }
 
-// awaitPromise makes Evaluate wait for the promise the expression returns.
-func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
+// bget runs one browser action that returns a value.
+func bget[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, a)
+	if err != nil {
+		browserFail(t, ctx, what, err)
+	}
+	return v
+}
+
+func browserFail(t *testing.T, ctx context.Context, what string, err error) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	loc, _ := chromedp.Run(c, chromedp.Location())
+	body, _ := chromedp.Run(c, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 2000) : ""`))
+	t.Fatalf("%s: %v (at %s)\n%s", what, err, loc, body)
+}
 
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	var png []byte
-	brun(t, ctx, "screenshot "+name, chromedp.FullScreenshot(&png, 90))
+	png := bget(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
 	if err := os.WriteFile(filepath.Join(screenshotDir(t), name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +139,7 @@ const a11yScript = `(() => {
 
 func checkA11y(t *testing.T, ctx context.Context, page string) {
 	t.Helper()
-	var problems []string
-	brun(t, ctx, "accessibility of "+page, chromedp.Evaluate(a11yScript, &problems))
+	problems := bget(t, ctx, "accessibility of "+page, chromedp.Evaluate[[]string](a11yScript))
 	if len(problems) > 0 {
 		t.Errorf("%s: accessibility: %s", page, strings.Join(problems, "; "))
 	}
@@ -136,19 +150,16 @@ func checkA11y(t *testing.T, ctx context.Context, page string) {
 // these pages).
 func checkFocusOrder(t *testing.T, ctx context.Context, page string, n int) {
 	t.Helper()
-	brun(t, ctx, "focus reset", chromedp.Evaluate(`document.activeElement && document.activeElement.blur(); window.scrollTo(0,0); 0`, nil))
+	bget(t, ctx, "focus reset", chromedp.Evaluate[bool](`(() => { if (document.activeElement) document.activeElement.blur(); window.__lastFocus = null; window.scrollTo(0, 0); return true; })()`))
 	var first string
 	for i := 0; i < n; i++ {
-		var ok bool
-		var desc string
-		brun(t, ctx, "tab", chromedp.KeyEvent(kb.Tab))
-		brun(t, ctx, "focused", chromedp.Evaluate(`(() => {
-			const el = document.activeElement;
-			const prev = window.__lastFocus;
+		bdo(t, ctx, "tab", chromedp.KeyEvent(kb.Tab))
+		ok := bget(t, ctx, "focused", chromedp.Evaluate[bool](`(() => {
+			const el = document.activeElement, prev = window.__lastFocus;
 			window.__lastFocus = el;
-			const ok = !prev || (prev.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0;
-			return ok;
-		})()`, &ok), chromedp.Evaluate(`(document.activeElement.className || document.activeElement.tagName) + ":" + (document.activeElement.textContent || document.activeElement.name || "").trim().slice(0, 30)`, &desc))
+			return !prev || (prev.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0;
+		})()`))
+		desc := bget(t, ctx, "focused element", chromedp.Evaluate[string](`(document.activeElement.className || document.activeElement.tagName) + ":" + (document.activeElement.textContent || document.activeElement.name || "").trim().slice(0, 30)`))
 		if i == 0 {
 			first = desc
 		}
@@ -205,26 +216,26 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("recommendations = %v", gen)
 	}
 	base := "http://" + s.Main.Console.Addr()
+	type css = chromedp.CSS
+	type id = chromedp.ID
 
 	signIn := func(key string) {
 		t.Helper()
-		brun(t, ctx, "sign in", chromedp.Navigate(base+"/login"), chromedp.WaitVisible("#apiKey", chromedp.ByID),
-			chromedp.SendKeys("#apiKey", key, chromedp.ByID), chromedp.Submit("#apiKey", chromedp.ByID),
-			chromedp.WaitVisible("form.signout", chromedp.ByQuery))
+		bdo(t, ctx, "sign in", chromedp.Navigate(base+"/login"), chromedp.WaitVisible(id("apiKey")),
+			chromedp.SendKeys(id("apiKey"), key), chromedp.Submit(id("apiKey")), chromedp.WaitVisible(css("form.signout")))
 	}
 	signOut := func() {
 		t.Helper()
-		brun(t, ctx, "sign out", chromedp.Click("form.signout button", chromedp.ByQuery), chromedp.WaitVisible("#apiKey", chromedp.ByID))
+		bdo(t, ctx, "sign out", chromedp.Click(css("form.signout button")), chromedp.WaitVisible(id("apiKey")))
 	}
 
 	// Sign in, the login page first (its screenshot and accessibility too).
-	brun(t, ctx, "login page", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#apiKey", chromedp.ByID))
+	bdo(t, ctx, "login page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(id("apiKey")))
 	shot(t, ctx, "01-login")
 	checkA11y(t, ctx, "login")
 	signIn(s.Key("ADMIN"))
-	brun(t, ctx, "home", chromedp.WaitVisible(`//section[@aria-labelledby="t-acc"]//p[not(contains(., "Loading"))]`, chromedp.BySearch))
-	var homeText string
-	brun(t, ctx, "home text", chromedp.Text("main", &homeText, chromedp.ByQuery))
+	bdo(t, ctx, "home", chromedp.WaitVisible(chromedp.Search(`//section[@aria-labelledby="t-acc"]/p[not(contains(., "Loading"))]`)))
+	homeText := bget(t, ctx, "home text", chromedp.Text(css("main")))
 	if !strings.Contains(homeText, "Pending recommendations") || !strings.Contains(homeText, "demand-history") {
 		t.Errorf("home: %s", homeText)
 	}
@@ -233,18 +244,17 @@ func TestConsoleInABrowser(t *testing.T) {
 	checkFocusOrder(t, ctx, "home", 12)
 
 	// The forecast explorer draws actuals, forecast and its band into the canvas.
-	brun(t, ctx, "forecast explorer", chromedp.Navigate(base+"/forecast?sku=P&location=STORE"),
-		chromedp.WaitVisible(`#chart[data-drawn="true"]`, chromedp.ByQuery))
-	var painted, points int
-	var legend, series string
-	brun(t, ctx, "chart pixels", chromedp.Evaluate(`(() => {
+	bdo(t, ctx, "forecast explorer", chromedp.Navigate(base+"/forecast?sku=P&location=STORE"),
+		chromedp.WaitVisible(css(`#chart[data-drawn="true"]`)))
+	painted := bget(t, ctx, "chart pixels", chromedp.Evaluate[int](`(() => {
 		const c = document.querySelector("#chart canvas");
 		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
 		let n = 0;
 		for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
 		return n;
-	})()`, &painted), chromedp.Evaluate(`parseInt(document.querySelector("#chart").dataset.points, 10)`, &points),
-		chromedp.Text(".u-legend", &legend, chromedp.ByQuery), chromedp.AttributeValue("#chart", "data-series", &series, nil, chromedp.ByQuery))
+	})()`))
+	points := bget(t, ctx, "chart points", chromedp.Evaluate[int](`parseInt(document.querySelector("#chart").dataset.points, 10)`))
+	legend := bget(t, ctx, "legend", chromedp.Text(css(".u-legend")))
 	if painted < 2000 || points < 52+13 {
 		t.Errorf("chart: %d painted pixels, %d points", painted, points)
 	}
@@ -253,8 +263,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Errorf("legend %q lacks %s", legend, want)
 		}
 	}
-	var markers string
-	brun(t, ctx, "event markers", chromedp.Text("#chart-legend", &markers, chromedp.ByID))
+	markers := bget(t, ctx, "event markers", chromedp.Text(id("chart-legend")))
 	if !strings.Contains(markers, "PROMOTION (planned lift) 40 %") {
 		t.Errorf("event markers: %q", markers)
 	}
@@ -262,63 +271,58 @@ func TestConsoleInABrowser(t *testing.T) {
 	checkA11y(t, ctx, "forecast")
 
 	// Create a scenario, then compare it with the baseline on one chart.
-	brun(t, ctx, "create scenario", chromedp.SendKeys("#sc-name", "Promo plus", chromedp.ByID),
-		chromedp.SetValue("#sc-type", "PROMOTIONAL", chromedp.ByID), chromedp.SendKeys("#sc-lift", "0.2", chromedp.ByID),
-		chromedp.Submit("#sc-name", chromedp.ByID), chromedp.WaitVisible(".flash", chromedp.ByQuery))
-	brun(t, ctx, "compare", chromedp.Click(`input[name="compare"]`, chromedp.ByQuery), chromedp.Submit("#f-sku", chromedp.ByID),
-		chromedp.WaitVisible(`#chart[data-drawn="true"]`, chromedp.ByQuery),
-		chromedp.AttributeValue("#chart", "data-series", &series, nil, chromedp.ByQuery))
-	if !strings.Contains(series, "Scenario: Promo plus") {
-		t.Errorf("compared series = %q", series)
+	bdo(t, ctx, "create scenario", chromedp.SendKeys(id("sc-name"), "Promo plus"),
+		chromedp.SetValue(id("sc-type"), "PROMOTIONAL"), chromedp.SendKeys(id("sc-lift"), "0.2"),
+		chromedp.Submit(id("sc-name")), chromedp.WaitVisible(css(".flash")))
+	bdo(t, ctx, "compare", chromedp.Click(css(`input[name="compare"]`)), chromedp.Submit(id("f-sku")),
+		chromedp.WaitVisible(css(`#chart[data-drawn="true"]`)))
+	series := bget(t, ctx, "compared series", chromedp.AttributeValue(id("chart"), "data-series"))
+	if !strings.Contains(series.Value, "Scenario: Promo plus") {
+		t.Errorf("compared series = %q", series.Value)
 	}
 	shot(t, ctx, "04-forecast-compare")
 
 	// Create a promotion on the events screen.
 	from := supplyplan.WeekStart(time.Now()).Add(35 * 24 * time.Hour)
-	brun(t, ctx, "events", chromedp.Navigate(base+"/events"), chromedp.WaitVisible("#ev-name", chromedp.ByID))
+	bdo(t, ctx, "events", chromedp.Navigate(base+"/events"), chromedp.WaitVisible(id("ev-name")))
 	checkA11y(t, ctx, "events")
-	brun(t, ctx, "create event", chromedp.SendKeys("#ev-name", "Summer promo", chromedp.ByID),
-		chromedp.SetValue("#ev-start", from.Format("2006-01-02"), chromedp.ByID),
-		chromedp.SetValue("#ev-end", from.Add(6*24*time.Hour).Format("2006-01-02"), chromedp.ByID),
-		chromedp.SendKeys("#ev-lift", "0.3", chromedp.ByID), chromedp.SendKeys("#ev-prod", "P", chromedp.ByID),
-		chromedp.Submit("#ev-name", chromedp.ByID), chromedp.WaitVisible(`//h1[text()="Summer promo"]`, chromedp.BySearch))
+	bdo(t, ctx, "create event", chromedp.SendKeys(id("ev-name"), "Summer promo"),
+		chromedp.SetValue(id("ev-start"), from.Format("2006-01-02")),
+		chromedp.SetValue(id("ev-end"), from.Add(6*24*time.Hour).Format("2006-01-02")),
+		chromedp.SendKeys(id("ev-lift"), "0.3"), chromedp.SendKeys(id("ev-prod"), "P"),
+		chromedp.Submit(id("ev-name")), chromedp.WaitVisible(chromedp.Search(`//h1[text()="Summer promo"]`)))
 	shot(t, ctx, "05-event")
 	checkA11y(t, ctx, "event")
 
 	// Approve one recommendation in the queue: the row changes state in place (htmx).
 	storeID, shopID := recIDs["STORE"], recIDs["SHOP"]
-	brun(t, ctx, "recommendations", chromedp.Navigate(base+"/recommendations?status=PENDING"),
-		chromedp.WaitVisible("#rec-"+storeID, chromedp.ByID))
+	bdo(t, ctx, "recommendations", chromedp.Navigate(base+"/recommendations?status=PENDING"),
+		chromedp.WaitVisible(id("rec-"+storeID)))
 	shot(t, ctx, "06-recommendations")
 	checkA11y(t, ctx, "recommendations")
 	// CSRF: the same approval without the token is refused, and changes nothing.
-	var status int
-	brun(t, ctx, "POST without CSRF token", chromedp.Evaluate(fmt.Sprintf(`fetch("/recommendations/%s/approve", {method: "POST",
-		headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "comment=x"}).then(r => r.status)`, storeID), &status,
-		awaitPromise))
+	status := bget(t, ctx, "POST without CSRF token", chromedp.Evaluate[int](fmt.Sprintf(`fetch("/recommendations/%s/approve", {method: "POST",
+		headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "comment=x"}).then(r => r.status)`, storeID), chromedp.EvalAwaitPromise))
 	if status != 403 || recStatus(t, s, storeID) != "PENDING" {
 		t.Errorf("POST without token: %d, recommendation %s", status, recStatus(t, s, storeID))
 	}
-	brun(t, ctx, "approve", chromedp.Click(fmt.Sprintf(`#rec-%s button[value="approve"]`, storeID), chromedp.ByQuery),
-		chromedp.WaitVisible(fmt.Sprintf(`#rec-%s[data-status="APPROVED"]`, storeID), chromedp.ByQuery))
+	bdo(t, ctx, "approve", chromedp.Click(css(fmt.Sprintf(`#rec-%s button[value="approve"]`, storeID))),
+		chromedp.WaitVisible(css(fmt.Sprintf(`#rec-%s[data-status="APPROVED"]`, storeID))))
 	if got := recStatus(t, s, storeID); got != "APPROVED" {
 		t.Errorf("after approve: %s", got)
 	}
 	shot(t, ctx, "07-recommendation-approved")
 
 	// Bulk: execute every APPROVED one: the dry run shows the filter and the count, then confirm.
-	var count, done string
-	brun(t, ctx, "bulk preview", chromedp.Navigate(base+"/recommendations?status=APPROVED"),
-		chromedp.SetValue("#bulk-action", "execute", chromedp.ByID), chromedp.Submit("#bulk-action", chromedp.ByID),
-		chromedp.WaitVisible("#bulk-count", chromedp.ByID), chromedp.Text("#bulk-count", &count, chromedp.ByID))
-	if count != "1" || recStatus(t, s, storeID) != "APPROVED" {
+	bdo(t, ctx, "bulk preview", chromedp.Navigate(base+"/recommendations?status=APPROVED"),
+		chromedp.SetValue(id("bulk-action"), "execute"), chromedp.Submit(id("bulk-action")), chromedp.WaitVisible(id("bulk-count")))
+	if count := bget(t, ctx, "count", chromedp.Text(id("bulk-count"))); count != "1" || recStatus(t, s, storeID) != "APPROVED" {
 		t.Errorf("dry run count %s, status %s", count, recStatus(t, s, storeID))
 	}
 	shot(t, ctx, "08-bulk-preview")
 	checkA11y(t, ctx, "bulk preview")
-	brun(t, ctx, "bulk confirm", chromedp.Submit("#bulk-comment", chromedp.ByID), chromedp.WaitVisible("#bulk-done", chromedp.ByID),
-		chromedp.Text("#bulk-done", &done, chromedp.ByID))
-	if done != "1" || recStatus(t, s, storeID) != "EXECUTED" || recStatus(t, s, shopID) != "PENDING" {
+	bdo(t, ctx, "bulk confirm", chromedp.Submit(id("bulk-comment")), chromedp.WaitVisible(id("bulk-done")))
+	if done := bget(t, ctx, "done", chromedp.Text(id("bulk-done"))); done != "1" || recStatus(t, s, storeID) != "EXECUTED" || recStatus(t, s, shopID) != "PENDING" {
 		t.Errorf("bulk done %s: %s, other %s", done, recStatus(t, s, storeID), recStatus(t, s, shopID))
 	}
 
@@ -332,13 +336,12 @@ func TestConsoleInABrowser(t *testing.T) {
 	if err := os.WriteFile(file, body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	brun(t, ctx, "imports", chromedp.Navigate(base+"/imports"), chromedp.WaitVisible("#u-file", chromedp.ByID))
+	bdo(t, ctx, "imports", chromedp.Navigate(base+"/imports"), chromedp.WaitVisible(id("u-file")))
 	checkA11y(t, ctx, "imports")
-	brun(t, ctx, "upload", chromedp.SetValue("#u-kind", "demand-history", chromedp.ByID),
-		chromedp.SetUploadFiles("#u-file", []string{file}, chromedp.ByID), chromedp.SendKeys("#u-key", s.Key("import"), chromedp.ByID),
-		chromedp.Submit("#u-file", chromedp.ByID), chromedp.WaitVisible(`#job[data-status="COMPLETED"]`, chromedp.ByQuery))
-	var jobText string
-	brun(t, ctx, "job", chromedp.Text("#job", &jobText, chromedp.ByID))
+	bdo(t, ctx, "upload", chromedp.SetValue(id("u-kind"), "demand-history"),
+		chromedp.SetUploadFiles(id("u-file"), []string{file}), chromedp.SendKeys(id("u-key"), s.Key("import")),
+		chromedp.Submit(id("u-key")), chromedp.WaitVisible(css(`#job[data-status="COMPLETED"]`)))
+	jobText := bget(t, ctx, "job", chromedp.Text(id("job")))
 	if !strings.Contains(jobText, "3 of 3 rows processed") || !strings.Contains(jobText, "2 applied") || !strings.Contains(jobText, "1 rejected") {
 		t.Errorf("job: %s", jobText)
 	}
@@ -346,59 +349,52 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	// The other screens render, pass the checks, and validation messages come from the API.
 	for _, p := range []struct{ path, name string }{{"/inventory?location=STORE&sku=P", "10-inventory"}, {"/alerts", "11-alerts"}, {"/webhooks", "12-webhooks"}} {
-		brun(t, ctx, p.name, chromedp.Navigate(base+p.path), chromedp.WaitVisible("h1", chromedp.ByQuery))
+		bdo(t, ctx, p.name, chromedp.Navigate(base+p.path), chromedp.WaitVisible(css("h1")))
 		shot(t, ctx, p.name)
 		checkA11y(t, ctx, p.name)
 	}
-	var alertErr string
-	brun(t, ctx, "alert config validation", chromedp.Navigate(base+"/alerts"), chromedp.SetValue("#c-cd", "2", chromedp.ByID),
-		chromedp.Submit("#c-cd", chromedp.ByID), chromedp.WaitVisible(".field-error", chromedp.ByQuery),
-		chromedp.Text(".field-error", &alertErr, chromedp.ByQuery))
-	if !strings.Contains(alertErr, "1440") {
+	bdo(t, ctx, "alert config validation", chromedp.Navigate(base+"/alerts"), chromedp.SetValue(id("c-cd"), "2"),
+		chromedp.Submit(id("c-cd")), chromedp.WaitVisible(css(".field-error")))
+	if alertErr := bget(t, ctx, "cooldown error", chromedp.Text(css(".field-error"))); !strings.Contains(alertErr, "1440") {
 		t.Errorf("cooldown error: %q", alertErr)
 	}
 
 	// Phone-sized screen.
-	brun(t, ctx, "phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/forecast?sku=P&location=SHOP"),
-		chromedp.WaitVisible(`#chart[data-drawn="true"]`, chromedp.ByQuery))
-	var overflow bool
-	brun(t, ctx, "phone width", chromedp.Evaluate(`document.documentElement.scrollWidth <= window.innerWidth + 1`, &overflow))
-	if !overflow {
+	bdo(t, ctx, "phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/forecast?sku=P&location=SHOP"),
+		chromedp.WaitVisible(css(`#chart[data-drawn="true"]`)))
+	if fits := bget(t, ctx, "phone width", chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth + 1`)); !fits {
 		t.Error("the forecast page scrolls sideways on a phone-sized screen")
 	}
 	shot(t, ctx, "13-phone-forecast")
-	brun(t, ctx, "desktop", chromedp.EmulateViewport(1280, 900))
+	bdo(t, ctx, "desktop", chromedp.EmulateViewport(1280, 900))
 	signOut()
 
 	// A VIEWER sees no write control, and a forged POST (with a valid token) is refused.
 	signIn(s.Key("VIEWER"))
-	var buttons int
-	brun(t, ctx, "viewer recommendations", chromedp.Navigate(base+"/recommendations?status=PENDING"),
-		chromedp.WaitVisible("#rec-"+shopID, chromedp.ByID),
-		chromedp.Evaluate(`document.querySelectorAll("main button, main form[method=post]").length`, &buttons))
-	if buttons != 0 {
-		t.Errorf("viewer sees %d write controls", buttons)
+	bdo(t, ctx, "viewer recommendations", chromedp.Navigate(base+"/recommendations?status=PENDING"), chromedp.WaitVisible(id("rec-"+shopID)))
+	if n := bget(t, ctx, "write controls", chromedp.Evaluate[int](`document.querySelectorAll("main button, main form[method=post]").length`)); n != 0 {
+		t.Errorf("viewer sees %d write controls", n)
 	}
 	shot(t, ctx, "14-viewer-recommendations")
-	brun(t, ctx, "forged POST", chromedp.Evaluate(fmt.Sprintf(`(() => {
+	status = bget(t, ctx, "forged POST", chromedp.Evaluate[int](fmt.Sprintf(`(() => {
 		const token = document.querySelector('meta[name="csrf-token"]').content;
 		return fetch("/recommendations/%s/approve", {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded", "X-CSRF-Token": token},
 			body: "_csrf=" + encodeURIComponent(token)}).then(r => r.status);
-	})()`, shopID), &status, awaitPromise))
+	})()`, shopID), chromedp.EvalAwaitPromise))
 	if status != 403 || recStatus(t, s, shopID) != "PENDING" {
 		t.Errorf("viewer's forged approve: %d, recommendation %s", status, recStatus(t, s, shopID))
 	}
 	signOut()
 
-	// The platform key sees the platform screens: create a key (secret shown once), revoke it.
+	// The platform key sees the platform screens: create a key (secret shown once).
 	signIn(s.Key("platform"))
-	brun(t, ctx, "platform", chromedp.WaitVisible(`//a[text()="Demo"]`, chromedp.BySearch))
+	bdo(t, ctx, "platform", chromedp.WaitVisible(chromedp.Search(`//a[text()="Demo"]`)))
 	shot(t, ctx, "15-platform")
 	checkA11y(t, ctx, "platform")
-	var secret string
-	brun(t, ctx, "create key", chromedp.Click(`//a[text()="Demo"]`, chromedp.BySearch), chromedp.WaitVisible("#k-name", chromedp.ByID),
-		chromedp.SendKeys("#k-name", "console-test", chromedp.ByID), chromedp.SetValue("#k-role", "VIEWER", chromedp.ByID),
-		chromedp.Submit("#k-name", chromedp.ByID), chromedp.WaitVisible("#key-secret", chromedp.ByID), chromedp.Text("#key-secret", &secret, chromedp.ByID))
+	bdo(t, ctx, "create key", chromedp.Click(chromedp.Search(`//a[text()="Demo"]`)), chromedp.WaitVisible(id("k-name")),
+		chromedp.SendKeys(id("k-name"), "console-test"), chromedp.SetValue(id("k-role"), "VIEWER"),
+		chromedp.Submit(id("k-name")), chromedp.WaitVisible(id("key-secret")))
+	secret := bget(t, ctx, "secret", chromedp.Text(id("key-secret")))
 	if !strings.HasPrefix(secret, "sp_") || s.Do("GET", "/api/transfers/recommendations", secret, nil).Status != 200 {
 		t.Errorf("created key %q does not work", secret)
 	}
