@@ -127,10 +127,10 @@ func (s *ConsoleServer) parseTemplates() error {
 	}
 	s.pages = map[string]*template.Template{}
 	for _, n := range names {
-		if n == "layout.html" || n == "_partials.html" {
+		if n == "layout.html" || n == "partials.html" {
 			continue
 		}
-		t, err := template.New(n).Funcs(consoleFuncs).ParseFS(tfs, "layout.html", "_partials.html", n)
+		t, err := template.New(n).Funcs(consoleFuncs).ParseFS(tfs, "layout.html", "partials.html", n)
 		if err != nil {
 			return fmt.Errorf("parse console template %s: %w", n, err)
 		}

@@ -67,7 +67,7 @@ func (rt *router) match(method, path []byte) (handlerFunc, params, string) {
 		if string(method) == r.method || (string(method) == "HEAD" && r.method == "GET") {
 			var ps params
 			for i, s := range r.segs {
-				if s[0] == ':' {
+				if strings.HasPrefix(s, ":") {
 					ps = append(ps, param{s[1:], segs[i]})
 				}
 			}
@@ -82,7 +82,7 @@ func (rt *router) match(method, path []byte) (handlerFunc, params, string) {
 
 func (r *route) matches(segs []string) bool {
 	for i, s := range r.segs {
-		if s[0] == ':' {
+		if strings.HasPrefix(s, ":") {
 			if segs[i] == "" {
 				return false
 			}
