@@ -401,13 +401,15 @@ func PageAlerts(all map[string]*Alert, f AlertFilter) AlertPage {
 	if f.Page <= 0 {
 		f.Page = 1
 	}
-	out := []Alert{}
+	// Sort pointers and copy only the page: a history of tens of thousands of alerts is paged
+	// (operator console, GET history) without copying every alert.
+	out := []*Alert{}
 	for _, a := range all {
 		if f.Match(a) {
-			out = append(out, *a)
+			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b Alert) int {
+	slices.SortFunc(out, func(a, b *Alert) int {
 		if c := b.TriggeredAt.Compare(a.TriggeredAt); c != 0 {
 			return c
 		}
@@ -415,7 +417,9 @@ func PageAlerts(all map[string]*Alert, f AlertFilter) AlertPage {
 	})
 	p := AlertPage{Alerts: []Alert{}, Pagination: NewPagination(f.Page, f.Limit, len(out))}
 	if start := (f.Page - 1) * f.Limit; start < len(out) {
-		p.Alerts = out[start:min(start+f.Limit, len(out))]
+		for _, a := range out[start:min(start+f.Limit, len(out))] {
+			p.Alerts = append(p.Alerts, *a)
+		}
 	}
 	return p
 }

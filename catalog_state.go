@@ -253,7 +253,8 @@ func (s *CatalogState) ListInventory(f InventoryFilter) Page[InventoryLevel] {
 	if p, ok := s.ProductBySKU(sku); ok {
 		sku = p.ID
 	}
-	out := make([]InventoryLevel, 0)
+	// Sort pointers and copy only the page (50,000 levels are paged without copying each).
+	matches := make([]*InventoryLevel, 0)
 	for _, l := range s.Inventory {
 		if (sku != "" && l.SKU != sku) || (f.LocationID != "" && l.LocationID != f.LocationID) {
 			continue
@@ -261,15 +262,20 @@ func (s *CatalogState) ListInventory(f InventoryFilter) Page[InventoryLevel] {
 		if f.BelowReorder && l.Available() >= l.ReorderPoint {
 			continue
 		}
-		out = append(out, *l)
+		matches = append(matches, l)
 	}
-	slices.SortFunc(out, func(a, b InventoryLevel) int {
+	slices.SortFunc(matches, func(a, b *InventoryLevel) int {
 		if c := cmp.Compare(a.SKU, b.SKU); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.LocationID, b.LocationID)
 	})
-	return page(out, f.Limit, f.Offset)
+	pg := page(matches, f.Limit, f.Offset)
+	out := Page[InventoryLevel]{Items: make([]InventoryLevel, len(pg.Items)), Total: pg.Total, Limit: pg.Limit, Offset: pg.Offset}
+	for i, l := range pg.Items {
+		out.Items[i] = *l
+	}
+	return out
 }
 
 // GetOrder returns an order by its external id.

@@ -31,6 +31,7 @@ func (s *ConsoleServer) consoleRoutes() {
 
 	rt.handle("GET", "/", s.page(s.home))
 	rt.handle("GET", "/home/accuracy", s.page(s.homeAccuracy))
+	rt.handle("GET", "/home/outbound", s.page(s.homeOutbound))
 	rt.handle("GET", "/forecast", s.page(s.forecastPage))
 	rt.handle("GET", "/forecast/data", s.page(s.forecastData))
 	rt.handle("POST", "/forecast/scenarios", s.page(s.createScenario))
@@ -151,6 +152,16 @@ func (s *ConsoleServer) home(r *consoleRequest) error {
 		return err
 	}
 	d.Pending = recs.Total
+	return s.render(r, "home", "Home", "home", d)
+}
+
+// homeOutbound is the home page's alerts and delivery tiles, loaded after the page: they count
+// the organization's alert history and webhook deliveries, which can be long.
+func (s *ConsoleServer) homeOutbound(r *consoleRequest) error {
+	if err := r.require(supplyplan.PermTransfersRead, nil); err != nil {
+		return err
+	}
+	var d homeData
 	if r.can(supplyplan.PermAlertsRead, nil) {
 		from := time.Now().Add(-7 * 24 * time.Hour)
 		if pg, err := s.svc.Alerts.ListAlerts(r.Context, r.P, supplyplan.AlertFilter{From: &from, Page: 1, Limit: 1}); err == nil {
@@ -182,7 +193,7 @@ func (s *ConsoleServer) home(r *consoleRequest) error {
 			}
 		}
 	}
-	return s.render(r, "home", "Home", "home", d)
+	return s.fragment(r, "home", "outbound", d)
 }
 
 // homeAccuracy is the home page's accuracy tile, loaded after the page (it reads the forecast

@@ -35,15 +35,22 @@ func BenchmarkConsolePages50kSeries(b *testing.B) {
 			levels = append(levels, map[string]any{"skuId": sku, "locationId": loc, "quantityOnHand": (i * 7) % 90, "reorderPoint": 20})
 		}
 	}
-	if job := s.Import("demand-history", map[string]any{"records": recs}); str(job, "status") != "COMPLETED" {
-		b.Fatalf("demand: %v", job)
+	var products []any
+	for i := range 10000 {
+		products = append(products, map[string]any{"externalId": fmt.Sprintf("sku-%d", i)})
 	}
-	if job := s.Import("inventory", map[string]any{"levels": levels}); str(job, "status") != "COMPLETED" {
-		b.Fatalf("inventory: %v", job)
+	for _, imp := range []struct {
+		kind string
+		body map[string]any
+	}{{"catalog", map[string]any{"products": products}}, {"inventory", map[string]any{"levels": levels}},
+		{"demand-history", map[string]any{"records": recs}}} {
+		if job := s.Import(imp.kind, imp.body); str(job, "status") != "COMPLETED" || str(job, "failedCount") != "0" {
+			b.Fatalf("%s import: %s, %s rows rejected", imp.kind, str(job, "status"), str(job, "failedCount"))
+		}
 	}
 	cookie := benchSignIn(b, s, s.Key("ADMIN"))
 	h := s.Main.Console.Handler()
-	pages := []string{"/", "/home/accuracy", "/forecast", "/forecast?sku=sku-77&location=L3", "/forecast/data?sku=sku-77&location=L3",
+	pages := []string{"/", "/home/outbound", "/home/accuracy", "/forecast", "/forecast?sku=sku-77&location=L3", "/forecast/data?sku=sku-77&location=L3",
 		"/recommendations?status=PENDING", "/inventory", "/inventory?location=L2&below=1", "/events", "/imports", "/alerts", "/webhooks"}
 	b.ResetTimer()
 	for range b.N {

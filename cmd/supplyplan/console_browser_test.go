@@ -79,7 +79,7 @@ func screenshotDir(t *testing.T) string {
 // location and the start of its text.
 func bdo(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := chromedp.Do(c, steps...); err != nil {
 		browserFail(t, ctx, what, err)
@@ -89,7 +89,7 @@ func bdo(t *testing.T, ctx context.Context, what string, steps ...chromedp.Actio
 // bget runs one browser action that returns a value.
 func bget[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	v, err := chromedp.Run(c, a)
 	if err != nil {
@@ -234,9 +234,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	shot(t, ctx, "01-login")
 	checkA11y(t, ctx, "login")
 	signIn(s.Key("ADMIN"))
-	bdo(t, ctx, "home", chromedp.WaitVisible(chromedp.Search(`//section[@aria-labelledby="t-acc"]/p[not(contains(., "Loading"))]`)))
+	bdo(t, ctx, "home", chromedp.WaitVisible(chromedp.Search(`//section[@aria-labelledby="t-acc"]/p[not(contains(., "Loading"))]`)),
+		chromedp.WaitVisible(id("t-deliv")))
 	homeText := bget(t, ctx, "home text", chromedp.Text(css("main")))
-	if !strings.Contains(homeText, "Pending recommendations") || !strings.Contains(homeText, "demand-history") {
+	if !strings.Contains(homeText, "Pending recommendations") || !strings.Contains(homeText, "demand-history") ||
+		!strings.Contains(homeText, "Alerts (7 days)") {
 		t.Errorf("home: %s", homeText)
 	}
 	shot(t, ctx, "02-home")
