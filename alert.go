@@ -409,17 +409,15 @@ func PageAlerts(all map[string]*Alert, f AlertFilter) AlertPage {
 			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Alert) int {
+	p := AlertPage{Alerts: []Alert{}, Pagination: NewPagination(f.Page, f.Limit, len(out))}
+	window := SortedWindow(out, func(a, b *Alert) int {
 		if c := b.TriggeredAt.Compare(a.TriggeredAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.ID, a.ID)
-	})
-	p := AlertPage{Alerts: []Alert{}, Pagination: NewPagination(f.Page, f.Limit, len(out))}
-	if start := (f.Page - 1) * f.Limit; start < len(out) {
-		for _, a := range out[start:min(start+f.Limit, len(out))] {
-			p.Alerts = append(p.Alerts, *a)
-		}
+	}, (f.Page-1)*f.Limit, f.Limit)
+	for _, a := range window {
+		p.Alerts = append(p.Alerts, *a)
 	}
 	return p
 }

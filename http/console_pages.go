@@ -766,7 +766,7 @@ func (s *ConsoleServer) inventoryPage(r *consoleRequest) error {
 		"Location": f.LocationID, "Below": f.BelowReorder, "Transfers": transfers.Items, "TransferTotal": transfers.Total}
 	if f.LocationID != "" {
 		if bins, err := s.svc.Transfers.Bins(r.Context, r.P, f.LocationID, f.SKU); err == nil {
-			data["Bins"] = bins
+			data["Bins"], data["BinTotal"] = bins[:min(len(bins), consolePage)], len(bins)
 		}
 		if s.svc.Allocation != nil && f.SKU != "" {
 			if atp, err := s.svc.Allocation.ATP(r.Context, r.P, supplyplan.ATPQuery{SKU: f.SKU, LocationID: f.LocationID}); err == nil {

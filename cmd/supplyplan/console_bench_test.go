@@ -54,26 +54,33 @@ func BenchmarkConsolePages50kSeries(b *testing.B) {
 		"/recommendations?status=PENDING", "/inventory", "/inventory?location=L2&below=1", "/events", "/imports", "/alerts", "/webhooks"}
 	b.ResetTimer()
 	for range b.N {
-		for _, p := range pages {
-			var ctx fasthttp.RequestCtx
-			var took []time.Duration
-			for range 200 {
-				ctx.Request.Reset()
-				ctx.Response.Reset()
-				ctx.Request.SetRequestURI(p)
-				ctx.Request.Header.SetMethod("GET")
-				ctx.Request.Header.SetCookie("sp_console", cookie)
-				start := time.Now()
-				h(&ctx)
-				took = append(took, time.Since(start))
-				if ctx.Response.StatusCode() != 200 {
-					b.Fatalf("%s: %d %s", p, ctx.Response.StatusCode(), ctx.Response.Body())
+		// The first pass runs while the service still digests the imports (alert evaluation of
+		// 50,000 levels, snapshots); the second pass is reported.
+		for pass := range 2 {
+			for _, p := range pages {
+				var ctx fasthttp.RequestCtx
+				var took []time.Duration
+				for range 200 {
+					ctx.Request.Reset()
+					ctx.Response.Reset()
+					ctx.Request.SetRequestURI(p)
+					ctx.Request.Header.SetMethod("GET")
+					ctx.Request.Header.SetCookie("sp_console", cookie)
+					start := time.Now()
+					h(&ctx)
+					took = append(took, time.Since(start))
+					if ctx.Response.StatusCode() != 200 {
+						b.Fatalf("%s: %d %s", p, ctx.Response.StatusCode(), ctx.Response.Body())
+					}
 				}
+				if pass == 0 {
+					continue
+				}
+				slices.Sort(took)
+				name := strings.NewReplacer("/", "_", "?", "_", "&", "_", "=", "-").Replace(p)
+				b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms"+name)
+				b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms"+name)
 			}
-			slices.Sort(took)
-			name := strings.NewReplacer("/", "_", "?", "_", "&", "_", "=", "-").Replace(p)
-			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms"+name)
-			b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms"+name)
 		}
 	}
 }
