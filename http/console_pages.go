@@ -63,6 +63,9 @@ func (s *ConsoleServer) consoleRoutes() {
 	rt.handle("POST", "/webhooks", s.page(s.createWebhook))
 	rt.handle("POST", "/webhooks/:id/deliveries/:deliveryId/retry", s.page(s.retryDelivery))
 
+	rt.handle("GET", "/loops", s.page(s.loopsPage))
+	rt.handle("GET", "/loops/view", s.page(s.loopPage))
+
 	rt.handle("GET", "/platform", s.page(s.platformPage))
 	rt.handle("POST", "/platform/orgs", s.page(s.platformCreateOrg))
 	rt.handle("GET", "/platform/orgs/:id", s.page(s.platformOrg))
@@ -764,11 +767,13 @@ func (s *ConsoleServer) inventoryPage(r *consoleRequest) error {
 	}
 	data := map[string]any{"Levels": levels.Items, "Pager": newPager(r, levels.Total, off, consolePage), "SKU": f.SKU,
 		"Location": f.LocationID, "Below": f.BelowReorder, "Transfers": transfers.Items, "TransferTotal": transfers.Total}
-	if f.LocationID != "" {
+	// Bins and ATP are of one SKU at one location: over every SKU of a location they would cost
+	// a pass over the location's whole stock per render.
+	if f.LocationID != "" && f.SKU != "" {
 		if bins, err := s.svc.Transfers.Bins(r.Context, r.P, f.LocationID, f.SKU); err == nil {
 			data["Bins"], data["BinTotal"] = bins[:min(len(bins), consolePage)], len(bins)
 		}
-		if s.svc.Allocation != nil && f.SKU != "" {
+		if s.svc.Allocation != nil {
 			if atp, err := s.svc.Allocation.ATP(r.Context, r.P, supplyplan.ATPQuery{SKU: f.SKU, LocationID: f.LocationID}); err == nil {
 				data["ATP"] = atp.Items
 			}
@@ -1213,4 +1218,39 @@ func (s *ConsoleServer) platformEntitlements(r *consoleRequest) error {
 		return err
 	}
 	return redirect(r, "/platform/orgs/"+r.Param("id"), "Entitlements saved.")
+}
+
+// ---- loops (read-only: the catalog and each loop's versions and audit timeline) ----
+
+// loopCaller is the session as the loop catalog's caller: the catalog applies its own rules to it,
+// as it does to the catalog listener's callers (http/loopcatalog.go).
+func (r *consoleRequest) loopCaller() supplyplan.LoopCaller { return supplyplan.LoopCallerOf(r.P, r.Org) }
+
+func (s *ConsoleServer) loopsPage(r *consoleRequest) error {
+	if s.svc.Loops == nil {
+		return supplyplan.Errorf(supplyplan.ENOTFOUND, "The loop catalog is not running")
+	}
+	off := r.offset()
+	p, err := s.svc.Loops.ListLoops(r.Context, r.loopCaller(), supplyplan.LoopFilter{Query: r.Query("text"), Limit: consolePage, Offset: off})
+	if err != nil {
+		return err
+	}
+	return s.render(r, "loops", "Loops", "loops", map[string]any{"Loops": p.Items, "Pager": newPager(r, p.Total, off, consolePage), "Text": r.Query("text")})
+}
+
+func (s *ConsoleServer) loopPage(r *consoleRequest) error {
+	if s.svc.Loops == nil {
+		return supplyplan.Errorf(supplyplan.ENOTFOUND, "The loop catalog is not running")
+	}
+	c := r.loopCaller()
+	doc, err := s.svc.Loops.GetLoop(r.Context, c, r.Query("name"))
+	if err != nil {
+		return err
+	}
+	off := r.offset()
+	audit, err := s.svc.Loops.LoopAudit(r.Context, c, doc.Name, consolePage, off)
+	if err != nil {
+		return err
+	}
+	return s.render(r, "loop", doc.Name, "loops", map[string]any{"Doc": doc, "Audit": audit.Items, "Pager": newPager(r, audit.Total, off, consolePage)})
 }

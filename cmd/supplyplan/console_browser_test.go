@@ -365,6 +365,17 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Errorf("cooldown error: %q", alertErr)
 	}
 
+	// The loop catalog: the built-in loops, one loop's versions and audit timeline.
+	bdo(t, ctx, "loops", chromedp.Navigate(base+"/loops"), chromedp.WaitVisible(chromedp.Search(`//a[text()="supplyplan/procurement"]`)))
+	checkA11y(t, ctx, "loops")
+	bdo(t, ctx, "loop", chromedp.Click(chromedp.Search(`//a[text()="supplyplan/procurement"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//h1[text()="supplyplan/procurement"]`)))
+	if audit := bget(t, ctx, "loop audit", chromedp.Text(css("main"))); !strings.Contains(audit, "Audit timeline") || !strings.Contains(audit, "publish") {
+		t.Errorf("loop page: %s", audit)
+	}
+	shot(t, ctx, "12b-loop")
+	checkA11y(t, ctx, "loop")
+
 	// Phone-sized screen.
 	bdo(t, ctx, "phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/forecast?sku=P&location=SHOP"),
 		chromedp.WaitVisible(css(`#chart[data-drawn="true"]`)))
