@@ -1224,7 +1224,9 @@ func (s *ConsoleServer) platformEntitlements(r *consoleRequest) error {
 
 // loopCaller is the session as the loop catalog's caller: the catalog applies its own rules to it,
 // as it does to the catalog listener's callers (http/loopcatalog.go).
-func (r *consoleRequest) loopCaller() supplyplan.LoopCaller { return supplyplan.LoopCallerOf(r.P, r.Org) }
+func (r *consoleRequest) loopCaller() supplyplan.LoopCaller {
+	return supplyplan.LoopCallerOf(r.P, r.Org)
+}
 
 func (s *ConsoleServer) loopsPage(r *consoleRequest) error {
 	if s.svc.Loops == nil {
