@@ -301,3 +301,73 @@ func TestConsoleBulkActionIsBoundToTheDryRun(t *testing.T) {
 		}
 	}
 }
+
+var (
+	keySecretRe      = regexp.MustCompile(`id="key-secret">(sp_[A-Za-z0-9_]+)<`)
+	endpointSecretRe = regexp.MustCompile(`id="endpoint-secret">(whsec_[^<]+)<`)
+)
+
+func TestConsolePlatformKeysAndWebhookEndpoints(t *testing.T) {
+	s := MustStart(t, "")
+	org := s.Creds.Organization.ID
+	platform := newConsoleClient(t, s)
+	platform.signIn(s.Key("platform"))
+
+	// A key created on the console is shown once and works; revoked there, it stops working.
+	r := platform.do("POST", "/platform/orgs/"+org+"/keys", url.Values{"_csrf": {platform.csrf}, "name": {"console"}, "role": {"VIEWER"}}, nil)
+	m := keySecretRe.FindStringSubmatch(r.Body)
+	if r.Status != 200 || m == nil {
+		t.Fatalf("create key: %d %s", r.Status, r.Body)
+	}
+	secret := m[1]
+	if got := s.Do("GET", "/api/transfers/recommendations", secret, nil).Status; got != 200 {
+		t.Fatalf("new key: %d", got)
+	}
+	if again := platform.do("GET", "/platform/orgs/"+org, nil, nil); strings.Contains(again.Body, secret) {
+		t.Fatal("the secret is shown again")
+	}
+	var keyID string
+	for _, k := range list(s.Do("GET", "/api/platform/organizations/"+org+"/api-keys", s.Key("platform"), nil).Must(t, 200), "apiKeys") {
+		if str(k.(map[string]any), "name") == "console" {
+			keyID = str(k.(map[string]any), "id")
+		}
+	}
+	if keyID == "" {
+		t.Fatal("the created key is not listed")
+	}
+	if r := platform.do("POST", "/platform/orgs/"+org+"/keys/"+keyID+"/revoke", url.Values{"_csrf": {platform.csrf}}, nil); r.Status != 303 {
+		t.Fatalf("revoke: %d %s", r.Status, r.Body)
+	}
+	if got := s.Do("GET", "/api/transfers/recommendations", secret, nil).Status; got != 401 {
+		t.Fatalf("revoked key: %d", got)
+	}
+	// A tenant session cannot use the platform screens' writes.
+	admin := newConsoleClient(t, s)
+	admin.signIn(s.Key("ADMIN"))
+	if r := admin.do("POST", "/platform/orgs/"+org+"/keys", url.Values{"_csrf": {admin.csrf}, "role": {"ADMIN"}}, nil); r.Status != 403 {
+		t.Fatalf("tenant creates a key: %d", r.Status)
+	}
+
+	// Webhook endpoints: the API's validation message next to the field, the secret shown once.
+	bad := admin.do("POST", "/webhooks", url.Values{"_csrf": {admin.csrf}, "url": {"ftp://example.com/x"}}, nil)
+	if bad.Status != 400 || !strings.Contains(bad.Body, `class="field-error"`) {
+		t.Fatalf("bad URL: %d %s", bad.Status, bad.Body)
+	}
+	ok := admin.do("POST", "/webhooks", url.Values{"_csrf": {admin.csrf}, "url": {"https://example.com/hook"}, "eventTypes": {"import.completed"}}, nil)
+	if ok.Status != 200 || endpointSecretRe.FindStringSubmatch(ok.Body) == nil {
+		t.Fatalf("create endpoint: %d %s", ok.Status, ok.Body)
+	}
+	eps := list(s.Do("GET", "/api/webhooks/endpoints", s.Key("ADMIN"), nil).Must(t, 200), "endpoints")
+	if len(eps) != 1 || str(eps[0].(map[string]any), "url") != "https://example.com/hook" {
+		t.Fatalf("endpoints = %v", eps)
+	}
+	if page := admin.do("GET", "/webhooks/"+str(eps[0].(map[string]any), "id"), nil, nil); page.Status != 200 || !strings.Contains(page.Body, "Deliveries (0)") {
+		t.Fatalf("endpoint page: %d", page.Status)
+	}
+	// A MANAGER has no webhook permission: neither the screen nor the write.
+	manager := newConsoleClient(t, s)
+	manager.signIn(s.Key("MANAGER"))
+	if r := manager.do("POST", "/webhooks", url.Values{"_csrf": {manager.csrf}, "url": {"https://example.com/2"}}, nil); r.Status != 403 {
+		t.Fatalf("manager creates an endpoint: %d", r.Status)
+	}
+}
