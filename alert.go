@@ -401,21 +401,23 @@ func PageAlerts(all map[string]*Alert, f AlertFilter) AlertPage {
 	if f.Page <= 0 {
 		f.Page = 1
 	}
-	out := []Alert{}
+	// Sort pointers and copy only the page: a history of tens of thousands of alerts is paged
+	// (operator console, GET history) without copying every alert.
+	out := []*Alert{}
 	for _, a := range all {
 		if f.Match(a) {
-			out = append(out, *a)
+			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b Alert) int {
+	p := AlertPage{Alerts: []Alert{}, Pagination: NewPagination(f.Page, f.Limit, len(out))}
+	window := SortedWindow(out, func(a, b *Alert) int {
 		if c := b.TriggeredAt.Compare(a.TriggeredAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.ID, a.ID)
-	})
-	p := AlertPage{Alerts: []Alert{}, Pagination: NewPagination(f.Page, f.Limit, len(out))}
-	if start := (f.Page - 1) * f.Limit; start < len(out) {
-		p.Alerts = out[start:min(start+f.Limit, len(out))]
+	}, (f.Page-1)*f.Limit, f.Limit)
+	for _, a := range window {
+		p.Alerts = append(p.Alerts, *a)
 	}
 	return p
 }

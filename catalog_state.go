@@ -206,6 +206,55 @@ func page[T any](all []T, limit, offset int) Page[T] {
 	return p
 }
 
+// SortedWindow returns the elements at positions [offset, offset+limit) of all in the order of cmp
+// (a total order). all is reordered. A window near the start (the first pages of a list) is
+// selected with a bounded heap, O(n log k), rather than by sorting all n elements.
+func SortedWindow[T any](all []T, cmp func(a, b T) int, offset, limit int) []T {
+	offset = max(offset, 0)
+	k := offset + max(limit, 0)
+	if k >= len(all)/4 {
+		slices.SortFunc(all, cmp)
+		return all[min(offset, len(all)):min(k, len(all))]
+	}
+	// h is a max-heap (by cmp) of the k smallest elements seen so far.
+	h := make([]T, 0, k)
+	down := func(i int) {
+		for {
+			l, big := 2*i+1, i
+			if l < len(h) && cmp(h[l], h[big]) > 0 {
+				big = l
+			}
+			if r := l + 1; r < len(h) && cmp(h[r], h[big]) > 0 {
+				big = r
+			}
+			if big == i {
+				return
+			}
+			h[i], h[big] = h[big], h[i]
+			i = big
+		}
+	}
+	for _, x := range all {
+		switch {
+		case len(h) < k:
+			h = append(h, x)
+			for i := len(h) - 1; i > 0; {
+				parent := (i - 1) / 2
+				if cmp(h[i], h[parent]) <= 0 {
+					break
+				}
+				h[i], h[parent] = h[parent], h[i]
+				i = parent
+			}
+		case k > 0 && cmp(x, h[0]) < 0:
+			h[0] = x
+			down(0)
+		}
+	}
+	slices.SortFunc(h, cmp)
+	return h[min(offset, len(h)):]
+}
+
 // ListProducts returns products by id, filtered.
 func (s *CatalogState) ListProducts(f ProductFilter) Page[Product] {
 	q := strings.ToLower(f.Query)
@@ -253,7 +302,8 @@ func (s *CatalogState) ListInventory(f InventoryFilter) Page[InventoryLevel] {
 	if p, ok := s.ProductBySKU(sku); ok {
 		sku = p.ID
 	}
-	out := make([]InventoryLevel, 0)
+	// Sort pointers and copy only the page (50,000 levels are paged without copying each).
+	matches := make([]*InventoryLevel, 0)
 	for _, l := range s.Inventory {
 		if (sku != "" && l.SKU != sku) || (f.LocationID != "" && l.LocationID != f.LocationID) {
 			continue
@@ -261,15 +311,23 @@ func (s *CatalogState) ListInventory(f InventoryFilter) Page[InventoryLevel] {
 		if f.BelowReorder && l.Available() >= l.ReorderPoint {
 			continue
 		}
-		out = append(out, *l)
+		matches = append(matches, l)
 	}
-	slices.SortFunc(out, func(a, b InventoryLevel) int {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	window := SortedWindow(matches, func(a, b *InventoryLevel) int {
 		if c := cmp.Compare(a.SKU, b.SKU); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.LocationID, b.LocationID)
-	})
-	return page(out, f.Limit, f.Offset)
+	}, f.Offset, limit)
+	out := Page[InventoryLevel]{Items: make([]InventoryLevel, len(window)), Total: len(matches), Limit: limit, Offset: f.Offset}
+	for i, l := range window {
+		out.Items[i] = *l
+	}
+	return out
 }
 
 // GetOrder returns an order by its external id.

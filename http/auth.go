@@ -146,28 +146,35 @@ func (s *Server) tenantAccess(r *Request, perm supplyplan.Permission, feat *feat
 	if err := s.authenticate(r); err != nil {
 		return err
 	}
-	p := r.Principal
-	if p.Platform {
-		return &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
-	}
-	org, ok := s.svc.Auth.Organization(p.OrgID)
-	if !ok {
-		return unknownKey("authorization")
-	}
+	org, err := tenantCheck(s.svc.Auth, r.Principal, perm, feat)
 	r.Org = org
+	if err != nil {
+		return err
+	}
+	return s.limit(r, classOf(r.Ctx.Method()), &r.Org)
+}
+
+// tenantCheck is the rule of every tenant endpoint for an authenticated principal: not the platform
+// key, a live organization, a role key (not an import key), the feature's entitlement, then the
+// permission. The REST API and the operator console both call it.
+func tenantCheck(auth supplyplan.Authenticator, p supplyplan.Principal, perm supplyplan.Permission, feat *feature) (supplyplan.Organization, error) {
+	if p.Platform {
+		return supplyplan.Organization{}, &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
+	}
+	org, ok := auth.Organization(p.OrgID)
+	if !ok {
+		return org, unknownKey("authorization")
+	}
 	if p.Role == "" {
-		return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
+		return org, &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
 			Details: map[string][]string{"authorization": {"import keys are accepted only by the import endpoints (x-api-key)"}}}
 	}
 	if feat != nil {
 		if err := supplyplan.RequireEntitlement(&org, feat.name, feat.entitlement); err != nil {
-			return err
+			return org, err
 		}
 	}
-	if err := supplyplan.Authorize(p, perm); err != nil {
-		return err
-	}
-	return s.limit(r, classOf(r.Ctx.Method()), &r.Org)
+	return org, supplyplan.Authorize(p, perm)
 }
 
 // platform wraps h for a platform endpoint: only the platform (super-administrator) key.

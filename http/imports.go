@@ -25,22 +25,8 @@ func (s *Server) importKey(scopes ...supplyplan.Scope) func(handlerFunc) handler
 			if !ok {
 				return unknownKey(c.header)
 			}
-			if p.Platform {
-				return &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
-			}
-			allowed := false
-			for _, sc := range scopes {
-				for _, have := range p.Scopes {
-					allowed = allowed || have == sc
-				}
-			}
-			if !allowed {
-				need := make([]string, len(scopes))
-				for i, sc := range scopes {
-					need[i] = string(sc)
-				}
-				return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
-					Details: map[string][]string{"x-api-key": {"requires scope " + joinOr(need)}}}
+			if err := importCheck(p, scopes...); err != nil {
+				return err
 			}
 			r.Principal = p
 			r.bodyLimit = s.cfg.ImportMaxBytes
@@ -57,6 +43,27 @@ func (s *Server) importKey(scopes ...supplyplan.Scope) func(handlerFunc) handler
 			return s.run(r, h)
 		}
 	}
+}
+
+// importCheck is the rule of the import endpoints for an authenticated key: a tenant key holding one
+// of scopes. The REST API and the operator console's upload both call it.
+func importCheck(p supplyplan.Principal, scopes ...supplyplan.Scope) error {
+	if p.Platform {
+		return &supplyplan.Error{Code: supplyplan.ETENANTREQUIRED, Message: "Forbidden"}
+	}
+	for _, sc := range scopes {
+		for _, have := range p.Scopes {
+			if have == sc {
+				return nil
+			}
+		}
+	}
+	need := make([]string, len(scopes))
+	for i, sc := range scopes {
+		need[i] = string(sc)
+	}
+	return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
+		Details: map[string][]string{"x-api-key": {"requires scope " + joinOr(need)}}}
 }
 
 func joinOr(s []string) string {

@@ -90,7 +90,7 @@ func (rt *router) matchRoute(method, path []byte) (*route, params, string) {
 		if string(method) == r.method || (string(method) == "HEAD" && r.method == "GET") {
 			var ps params
 			for i, s := range r.segs {
-				if s[0] == ':' {
+				if strings.HasPrefix(s, ":") {
 					ps = append(ps, param{s[1:], segs[i]})
 				}
 			}
@@ -105,7 +105,7 @@ func (rt *router) matchRoute(method, path []byte) (*route, params, string) {
 
 func (r *route) matches(segs []string) bool {
 	for i, s := range r.segs {
-		if s[0] == ':' {
+		if strings.HasPrefix(s, ":") {
 			if segs[i] == "" {
 				return false
 			}

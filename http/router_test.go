@@ -10,6 +10,8 @@ func TestRouterPrecedenceAndParams(t *testing.T) {
 	rt.handle("GET", "/x/pending", mk("pending"))
 	rt.handle("POST", "/x/:id/approve", mk("approve"))
 	rt.handle("DELETE", "/x/:id", mk("delete-id"))
+	rt.handle("GET", "/", mk("root")) // the console's home: a route with one empty segment
+	rt.handle("GET", "/:page", mk("page"))
 	tests := []struct {
 		method, path, want, allow, id string
 	}{
@@ -20,7 +22,10 @@ func TestRouterPrecedenceAndParams(t *testing.T) {
 		{"HEAD", "/x/abc", "get-id", "", "abc"},
 		{"PUT", "/x/abc", "", "DELETE, GET", ""},
 		{"POST", "/x/pending", "", "GET", ""},
-		{"GET", "/y", "", "", ""},
+		{"GET", "/y", "page", "", ""},
+		{"GET", "/", "root", "", ""},
+		{"GET", "", "root", "", ""},
+		{"POST", "/", "", "GET", ""},
 	}
 	for _, tc := range tests {
 		hit = ""

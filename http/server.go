@@ -64,6 +64,8 @@ type Services struct {
 	// MCP and Gateway back the platform endpoints of the MCP surfaces (optional).
 	MCP     supplyplan.MCPPlatformService
 	Gateway supplyplan.GatewayKeyStore
+	// Loops is the loop catalog (the operator console's loops screens; the REST API does not use it).
+	Loops supplyplan.LoopCatalogService
 	// Idempotency keeps the outcome of requests with an Idempotency-Key (nil: the header is ignored).
 	Idempotency supplyplan.IdempotencyService
 	// Readiness names the checks of GET /ready (journal, stores, brokers); none: always ready.

@@ -325,7 +325,7 @@ func startLogged(t *testing.T, dir string) (*testServer, *syncBuffer) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.APIAddr, cfg.RegistryAddr, cfg.ToolsAddr = dir, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr, cfg.ConsoleAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.RequestTimeout = 30 * time.Second
 	buf := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(buf, os.Stderr), &slog.HandlerOptions{Level: slog.LevelWarn}))

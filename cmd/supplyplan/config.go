@@ -96,6 +96,12 @@ type Config struct {
 	MCPAllowedOrigins string
 	MCPPageSize       int
 
+	// Operator console (docs/console.md).
+	ConsoleAddr        string
+	ConsoleSessionTTL  time.Duration
+	ConsoleSessionIdle time.Duration
+	ConsoleSecure      bool
+
 	// Loop catalog.
 	LoopCatalogAddr string
 	LoopSigningKey  string
@@ -122,11 +128,11 @@ type Config struct {
 }
 
 // Surfaces selects the servers Main runs.
-type Surfaces struct{ API, Registry, Tools, LoopCatalog, LoopRuntime bool }
+type Surfaces struct{ API, Registry, Tools, LoopCatalog, LoopRuntime, Console bool }
 
 func (s Surfaces) all() Surfaces {
-	if !s.API && !s.Registry && !s.Tools && !s.LoopCatalog && !s.LoopRuntime {
-		return Surfaces{API: true, Registry: true, Tools: true, LoopCatalog: true, LoopRuntime: true}
+	if !s.API && !s.Registry && !s.Tools && !s.LoopCatalog && !s.LoopRuntime && !s.Console {
+		return Surfaces{API: true, Registry: true, Tools: true, LoopCatalog: true, LoopRuntime: true, Console: true}
 	}
 	return s
 }
@@ -204,22 +210,26 @@ func DefaultConfig() Config {
 		AllocationCommitOnAllocate: envBool("SUPPLYPLAN_ALLOCATION_COMMIT_ON_ALLOCATE", false),
 		AllocationSafetyShare:      envFloat("SUPPLYPLAN_ALLOCATION_SAFETY_STOCK_SHARE", 0),
 
-		RegistryAddr:      envString("SUPPLYPLAN_REGISTRY_ADDR", "127.0.0.1:3015"),
-		ToolsAddr:         envString("SUPPLYPLAN_TOOLS_ADDR", "127.0.0.1:8081"),
-		ToolsPublicURL:    envString("SUPPLYPLAN_TOOLS_PUBLIC_URL", ""),
-		ToolsSecret:       envString("SUPPLYPLAN_TOOLS_SECRET", ""),
-		MCPAllowedOrigins: envString("SUPPLYPLAN_MCP_ALLOWED_ORIGINS", ""),
-		MCPPageSize:       envInt("SUPPLYPLAN_MCP_PAGE_SIZE", 50),
-		LoopCatalogAddr:   envString("SUPPLYPLAN_LOOP_CATALOG_ADDR", "127.0.0.1:3011"),
-		LoopSigningKey:    envString("SUPPLYPLAN_LOOP_SIGNING_KEY", ""),
-		LoopRuntimeAddr:   envString("SUPPLYPLAN_LOOP_RUNTIME_ADDR", "127.0.0.1:3012"),
-		LoopJWTIssuer:     envString("SUPPLYPLAN_LOOP_JWT_ISSUER", ""),
-		LoopJWTAudience:   envString("SUPPLYPLAN_LOOP_JWT_AUDIENCE", "supplyplan-loops"),
-		LoopJWKSURL:       envString("SUPPLYPLAN_LOOP_JWKS_URL", ""),
-		LoopJWKSFile:      envString("SUPPLYPLAN_LOOP_JWKS_FILE", ""),
-		RedisAddr:         envString("SUPPLYPLAN_REDIS_ADDR", ""),
-		RedisPassword:     envString("SUPPLYPLAN_REDIS_PASSWORD", ""),
-		RedisPrefix:       envString("SUPPLYPLAN_REDIS_PREFIX", "supplyplan:"),
+		RegistryAddr:       envString("SUPPLYPLAN_REGISTRY_ADDR", "127.0.0.1:3015"),
+		ToolsAddr:          envString("SUPPLYPLAN_TOOLS_ADDR", "127.0.0.1:8081"),
+		ToolsPublicURL:     envString("SUPPLYPLAN_TOOLS_PUBLIC_URL", ""),
+		ToolsSecret:        envString("SUPPLYPLAN_TOOLS_SECRET", ""),
+		MCPAllowedOrigins:  envString("SUPPLYPLAN_MCP_ALLOWED_ORIGINS", ""),
+		MCPPageSize:        envInt("SUPPLYPLAN_MCP_PAGE_SIZE", 50),
+		LoopCatalogAddr:    envString("SUPPLYPLAN_LOOP_CATALOG_ADDR", "127.0.0.1:3011"),
+		LoopSigningKey:     envString("SUPPLYPLAN_LOOP_SIGNING_KEY", ""),
+		LoopRuntimeAddr:    envString("SUPPLYPLAN_LOOP_RUNTIME_ADDR", "127.0.0.1:3012"),
+		LoopJWTIssuer:      envString("SUPPLYPLAN_LOOP_JWT_ISSUER", ""),
+		LoopJWTAudience:    envString("SUPPLYPLAN_LOOP_JWT_AUDIENCE", "supplyplan-loops"),
+		LoopJWKSURL:        envString("SUPPLYPLAN_LOOP_JWKS_URL", ""),
+		LoopJWKSFile:       envString("SUPPLYPLAN_LOOP_JWKS_FILE", ""),
+		RedisAddr:          envString("SUPPLYPLAN_REDIS_ADDR", ""),
+		RedisPassword:      envString("SUPPLYPLAN_REDIS_PASSWORD", ""),
+		RedisPrefix:        envString("SUPPLYPLAN_REDIS_PREFIX", "supplyplan:"),
+		ConsoleAddr:        envString("SUPPLYPLAN_CONSOLE_ADDR", "127.0.0.1:3000"),
+		ConsoleSessionTTL:  envDuration("SUPPLYPLAN_CONSOLE_SESSION_TTL", 12*time.Hour),
+		ConsoleSessionIdle: envDuration("SUPPLYPLAN_CONSOLE_SESSION_IDLE", 2*time.Hour),
+		ConsoleSecure:      envBool("SUPPLYPLAN_CONSOLE_SECURE_COOKIE", false),
 
 		AlertSignalDebounce: envDuration("SUPPLYPLAN_ALERT_SIGNAL_DEBOUNCE", 5*time.Second),
 	}
@@ -280,6 +290,10 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.ToolsSecret, "tools-secret", c.ToolsSecret, "HMAC secret of tool confirmation tokens, the same on every node (default: generated into <data>/tools-secret) (SUPPLYPLAN_TOOLS_SECRET)")
 	fs.StringVar(&c.MCPAllowedOrigins, "mcp-allowed-origins", c.MCPAllowedOrigins, "comma-separated browser origins allowed on the MCP endpoints besides loopback ones (SUPPLYPLAN_MCP_ALLOWED_ORIGINS)")
 	fs.IntVar(&c.MCPPageSize, "mcp-page-size", c.MCPPageSize, "tools/list page size of the MCP endpoints (SUPPLYPLAN_MCP_PAGE_SIZE)")
+	fs.StringVar(&c.ConsoleAddr, "console-addr", c.ConsoleAddr, "operator console (browser UI) listen address; empty: no console (SUPPLYPLAN_CONSOLE_ADDR)")
+	fs.DurationVar(&c.ConsoleSessionTTL, "console-session-ttl", c.ConsoleSessionTTL, "absolute lifetime of a console session (SUPPLYPLAN_CONSOLE_SESSION_TTL)")
+	fs.DurationVar(&c.ConsoleSessionIdle, "console-session-idle", c.ConsoleSessionIdle, "a console session unused this long ends (SUPPLYPLAN_CONSOLE_SESSION_IDLE)")
+	fs.BoolVar(&c.ConsoleSecure, "console-secure-cookie", c.ConsoleSecure, "mark the console's cookies Secure (set it when a TLS proxy serves the console) (SUPPLYPLAN_CONSOLE_SECURE_COOKIE)")
 	fs.StringVar(&c.LoopCatalogAddr, "loop-catalog-addr", c.LoopCatalogAddr, "loop catalog listen address (SUPPLYPLAN_LOOP_CATALOG_ADDR)")
 	fs.StringVar(&c.LoopSigningKey, "loop-signing-key", c.LoopSigningKey, "Ed25519 PKCS#8 PEM file of the loop catalog's signing key (default: generated into <data>/loop-signing-key.pem) (SUPPLYPLAN_LOOP_SIGNING_KEY)")
 	fs.StringVar(&c.LoopRuntimeAddr, "loop-runtime-addr", c.LoopRuntimeAddr, "loop runtime listen address (SUPPLYPLAN_LOOP_RUNTIME_ADDR)")

@@ -36,6 +36,7 @@ func MustStart(tb testing.TB, dataDir string, mutate ...func(*Config)) *testServ
 	cfg.DataDir = dataDir
 	cfg.APIAddr = "127.0.0.1:0"
 	cfg.RegistryAddr, cfg.ToolsAddr, cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.ConsoleAddr = "127.0.0.1:0"
 	cfg.RequestTimeout = 10 * time.Second
 	for _, f := range mutate {
 		f(&cfg)

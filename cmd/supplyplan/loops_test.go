@@ -552,6 +552,7 @@ func TestLoopSigningKeyRotation(t *testing.T) {
 	_ = os.WriteFile(bad, []byte("not a key"), 0o600)
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.APIAddr, cfg.RegistryAddr, cfg.ToolsAddr, cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = dir, "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.ConsoleAddr = "127.0.0.1:0"
 	cfg.LoopSigningKey = bad
 	m := NewMain(cfg, log, nil)
 	err := m.Open(t.Context())

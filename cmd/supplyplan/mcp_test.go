@@ -55,7 +55,7 @@ func startMain(t *testing.T, dir string, mutate func(*Config)) *env {
 	cfg := DefaultConfig()
 	cfg.DataDir = dir
 	cfg.APIAddr, cfg.RegistryAddr, cfg.ToolsAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr, cfg.ConsoleAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.MCPPageSize = 4
 	cfg.RedisAddr = ""
 	cfg.ToolsPublicURL = ""
@@ -670,7 +670,7 @@ func TestSingleSurfaces(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.DataDir, cfg.Surfaces = t.TempDir(), tc.s
 			cfg.APIAddr, cfg.RegistryAddr, cfg.ToolsAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-			cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = "127.0.0.1:0", "127.0.0.1:0"
+			cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr, cfg.ConsoleAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 			cfg.RedisAddr = ""
 			var out bytes.Buffer
 			m := NewMain(cfg, slog.New(slog.DiscardHandler), &out)

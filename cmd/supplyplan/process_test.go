@@ -57,7 +57,7 @@ type proc struct {
 func startProc(tb testing.TB, dataDir string, extra ...string) *proc {
 	tb.Helper()
 	args := append([]string{"serve", "--data", dataDir, "--api-addr", "127.0.0.1:0",
-		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--loop-catalog-addr", "127.0.0.1:0", "--loop-runtime-addr", "127.0.0.1:0",
+		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--loop-catalog-addr", "127.0.0.1:0", "--loop-runtime-addr", "127.0.0.1:0", "--console-addr", "127.0.0.1:0",
 		"--log-level", "warn"}, extra...)
 	cmd := exec.Command(mustBinary(tb), args...)
 	cmd.Stderr = os.Stderr

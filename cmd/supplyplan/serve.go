@@ -60,6 +60,8 @@ type Main struct {
 	LoopAuth  jwtauth.Authenticator
 	loopAuthC func()
 
+	Console *sphttp.ConsoleServer
+
 	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog, the forecaster
 	// and the transfer recommendations from System.Catalog, System.Forecasts and System.Transfers
 	// unless set. Tests may set Catalog, or Planning (both planning contracts).
@@ -197,6 +199,9 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 		fmt.Fprintf(m.out, "listening api http://%s\n", m.API.Addr())
 	}
+	if err := m.openConsole(credsPath); err != nil {
+		return err
+	}
 	if err := m.openSurfaces(); err != nil {
 		return err
 	}
@@ -233,6 +238,9 @@ func (m *Main) Close(ctx context.Context) error {
 	m.ops = nil
 	if m.API != nil {
 		step("api", func() error { return m.API.Close(ctx) })
+	}
+	if m.Console != nil {
+		step("console", func() error { return m.Console.Close(ctx) })
 	}
 	if m.Registry != nil {
 		step("registry", func() error { return m.Registry.Close(ctx) })

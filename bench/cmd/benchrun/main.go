@@ -394,7 +394,7 @@ func startService(e *env, extra ...string) (*service, error) {
 // startServiceOn starts the binary on an existing data dir.
 func startServiceOn(e *env, data string, extra ...string) (*service, error) {
 	args := append([]string{"serve", "--data", data, "--api-addr", "127.0.0.1:0",
-		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--loop-catalog-addr", "127.0.0.1:0", "--loop-runtime-addr", "127.0.0.1:0",
+		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--loop-catalog-addr", "127.0.0.1:0", "--loop-runtime-addr", "127.0.0.1:0", "--console-addr", "127.0.0.1:0",
 		"--log-level", "warn"}, extra...)
 	args = append(args, e.serviceArgs...)
 	s, sc, err := e.spawn("supplyplan", exec.Command(e.bin, args...))
