@@ -959,7 +959,8 @@ func (s *ConsoleServer) importJob(r *consoleRequest) error {
 	return s.render(r, "import", "Import "+j.JobID, "imports", &j)
 }
 
-// uploadImport submits an uploaded JSON file as an import job. The import endpoints take import
+// uploadImport submits an uploaded JSON or CSV file as an import job (a CSV file, sent as text/csv
+// or named *.csv, converted to the kind's JSON body as the API converts a text/csv body). The import endpoints take import
 // keys (scope import:write), not role keys: the form asks for one (kept for the session) and the
 // same check as the API's applies to it.
 func (s *ConsoleServer) uploadImport(r *consoleRequest) error {
@@ -975,9 +976,9 @@ func (s *ConsoleServer) uploadImport(r *consoleRequest) error {
 	if !slices.Contains(supplyplan.ImportKinds, kind) {
 		fe.Add("kind", "must be one of catalog, inventory, suppliers, purchase-orders, orders, demand-history")
 	}
-	file := r.files["file"]
-	if len(file) == 0 {
-		fe.Add("file", "choose a JSON file (the body of POST /api/import/<kind>)")
+	upload := r.files["file"]
+	if len(upload.data) == 0 {
+		fe.Add("file", "choose a JSON file (the body of POST /api/import/<kind>) or a CSV file (its columns, as POST /api/import/<kind> takes with Content-Type text/csv)")
 	}
 	var ip supplyplan.Principal
 	if key == "" {
@@ -992,8 +993,15 @@ func (s *ConsoleServer) uploadImport(r *consoleRequest) error {
 	err := fe.Err()
 	var job supplyplan.ImportJob
 	if err == nil {
+		file := upload.data
+		if upload.isCSV() {
+			// The API's conversion (docs/api.md#csv): the CSV becomes the kind's JSON body.
+			file, err = csvImportBody(kind, file, s.cfg.ImportMaxRows)
+		}
 		var rows []json.RawMessage
-		rows, err = importjson.SplitBody(kind, file, s.cfg.ImportMaxRows)
+		if err == nil {
+			rows, err = importjson.SplitBody(kind, file, s.cfg.ImportMaxRows)
+		}
 		if err == nil {
 			job, err = s.svc.Imports.SubmitImport(r.Context, ip, kind, file, rows)
 		}
@@ -1023,7 +1031,7 @@ func parseMultipart(b []byte, boundary string, cr *consoleRequest) error {
 		return supplyplan.Invalid("content-type", "multipart/form-data needs a boundary")
 	}
 	mr := multipart.NewReader(bytes.NewReader(b), boundary)
-	cr.files = map[string][]byte{}
+	cr.files = map[string]uploadedFile{}
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
@@ -1037,7 +1045,7 @@ func parseMultipart(b []byte, boundary string, cr *consoleRequest) error {
 			return supplyplan.Invalid("body", "is not a valid multipart form")
 		}
 		if part.FileName() != "" {
-			cr.files[part.FormName()] = data
+			cr.files[part.FormName()] = uploadedFile{name: part.FileName(), contentType: part.Header.Get("Content-Type"), data: data}
 		} else {
 			cr.form.Add(part.FormName(), string(data))
 		}
