@@ -65,6 +65,8 @@ func (s *ConsoleServer) consoleRoutes() {
 
 	rt.handle("GET", "/loops", s.page(s.loopsPage))
 	rt.handle("GET", "/loops/view", s.page(s.loopPage))
+	rt.handle("GET", "/loops/instances", s.page(s.loopInstancesPage))
+	rt.handle("GET", "/loops/instances/:id", s.page(s.loopInstancePage))
 
 	rt.handle("GET", "/platform", s.page(s.platformPage))
 	rt.handle("POST", "/platform/orgs", s.page(s.platformCreateOrg))
@@ -1263,4 +1265,73 @@ func (s *ConsoleServer) loopPage(r *consoleRequest) error {
 		return err
 	}
 	return s.render(r, "loop", doc.Name, "loops", map[string]any{"Doc": doc, "Audit": audit.Items, "Pager": newPager(r, audit.Total, off, consolePage)})
+}
+
+// ---- loop instances (read-only: the runtime's instances of the session's organization) ----
+
+// loopRuntime is the runtime the instance screens read, after the session's read check (any role
+// of the organization reads, as the runtime's read scope does; the platform key has no instances).
+func (s *ConsoleServer) loopRuntime(r *consoleRequest) (supplyplan.LoopRuntimeService, error) {
+	if err := r.require(supplyplan.PermForecastRead, nil); err != nil {
+		return nil, err
+	}
+	if s.svc.LoopRuntime == nil {
+		return nil, supplyplan.Errorf(supplyplan.ENOTFOUND, "The loop runtime is not running")
+	}
+	return s.svc.LoopRuntime, nil
+}
+
+// loopInstancesPage lists the organization's instances, newest first, filtered by status, loop
+// and business key (in the URL) and paginated, through the runtime's ListInstances (the call of
+// GET /v1/instances).
+func (s *ConsoleServer) loopInstancesPage(r *consoleRequest) error {
+	rtm, err := s.loopRuntime(r)
+	if err != nil {
+		return err
+	}
+	off := r.offset()
+	f := supplyplan.LoopInstanceFilter{Status: supplyplan.LoopInstanceStatus(r.Query("status")), Loop: r.Query("loop"),
+		BusinessKey: r.Query("businessKey"), Limit: consolePage, Offset: off}
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	p, err := rtm.ListInstances(r.Context, r.P.OrgID, f)
+	if err != nil {
+		return err
+	}
+	return s.render(r, "loop-instances", "Loop instances", "loops", map[string]any{"Instances": p.Items,
+		"Pager": newPager(r, p.Total, off, consolePage), "Filter": f, "Statuses": supplyplan.LoopInstanceStatuses})
+}
+
+// loopInstancePage shows one instance, its audit timeline (events after afterSeq, a page at a
+// time) and the verification of its hash chain (the calls of GET /v1/instances/{id}, .../events
+// and .../audit/verify).
+func (s *ConsoleServer) loopInstancePage(r *consoleRequest) error {
+	rtm, err := s.loopRuntime(r)
+	if err != nil {
+		return err
+	}
+	id := r.Param("id")
+	in, err := rtm.GetInstance(r.Context, r.P.OrgID, id)
+	if err != nil {
+		return err
+	}
+	after, err := strconv.ParseInt(r.Query("afterSeq"), 10, 64)
+	if err != nil || after < 0 {
+		after = 0
+	}
+	evs, err := rtm.Events(r.Context, r.P.OrgID, id, after, consolePage)
+	if err != nil {
+		return err
+	}
+	v, err := rtm.VerifyAudit(r.Context, r.P.OrgID, id)
+	if err != nil {
+		return err
+	}
+	next := ""
+	if len(evs) == consolePage && evs[len(evs)-1].Seq < in.LastSeq {
+		next = "/loops/instances/" + url.PathEscape(id) + "?afterSeq=" + strconv.FormatInt(evs[len(evs)-1].Seq, 10)
+	}
+	return s.render(r, "loop-instance", "Instance "+in.ID, "loops", map[string]any{"Instance": in, "Events": evs,
+		"Verify": v, "Next": next, "First": after > 0})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"mime/multipart"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 // consoleClient is a browser-like client of the console: a cookie jar and no redirect following.
@@ -451,5 +454,83 @@ func TestConsoleImportsCSVUpload(t *testing.T) {
 	hist := s.Do("GET", "/api/demand/history?skuId=P&locationId=STORE", s.Key("VIEWER"), nil).Must(t, 200)
 	if b, _ := json.Marshal(hist); !strings.Contains(string(b), "9.5") {
 		t.Fatalf("imported history: %v", hist)
+	}
+}
+
+// TestConsoleLoopInstances: an instance started and moved through the runtime's service is listed
+// on the loops screen of its organization (filters in the URL) and its page shows the audit
+// timeline and the verification of its hash chain; the screens are read-only.
+func TestConsoleLoopInstances(t *testing.T) {
+	s := startRuntime(t)
+	rtm := s.Main.System.LoopRuntime
+	org, ok := rtm.Organization("demo")
+	if !ok {
+		t.Fatal("no demo organization")
+	}
+	ctx := context.Background()
+	c := supplyplan.LoopRunCaller{OrgID: org.ID, Actor: supplyplan.LoopActor{Type: supplyplan.LoopActorUser, Sub: "user:alice"},
+		Roles: supplyplan.LoopRolesOf(false, true)}
+	res, err := rtm.StartInstance(ctx, c, supplyplan.LoopStartInput{Loop: "supplyplan/procurement", BusinessKey: "T-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Instance.ID
+	if _, err := rtm.Transition(ctx, c, id, supplyplan.LoopTransitionInput{Name: "submit", Roles: c.Roles}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rtm.StartInstance(ctx, c, supplyplan.LoopStartInput{Loop: "supplyplan/quality", BusinessKey: "LOT-9"}); err != nil {
+		t.Fatal(err)
+	}
+
+	cc := newConsoleClient(t, s)
+	if r := cc.signIn(s.Key("VIEWER")); r.Status != 303 {
+		t.Fatalf("sign-in: %d %s", r.Status, r.Body)
+	}
+	all := cc.do("GET", "/loops/instances", nil, nil)
+	if all.Status != 200 || !strings.Contains(all.Body, id) || !strings.Contains(all.Body, "LOT-9") {
+		t.Fatalf("instances: %d %s", all.Status, all.Body)
+	}
+	// The filters live in the URL.
+	for _, q := range []string{"?businessKey=T-1", "?loop=supplyplan/procurement", "?status=RUNNING&businessKey=T-1"} {
+		r := cc.do("GET", "/loops/instances"+q, nil, nil)
+		if r.Status != 200 || !strings.Contains(r.Body, id) || strings.Contains(r.Body, "LOT-9") {
+			t.Fatalf("instances%s: %d %s", q, r.Status, r.Body)
+		}
+	}
+	if r := cc.do("GET", "/loops/instances?status=COMPLETED", nil, nil); r.Status != 200 || strings.Contains(r.Body, id) || !strings.Contains(r.Body, "No instance.") {
+		t.Fatalf("completed instances: %d %s", r.Status, r.Body)
+	}
+	if r := cc.do("GET", "/loops/instances?status=DONE", nil, nil); r.Status != 400 || !strings.Contains(r.Body, "status") {
+		t.Fatalf("bad status: %d %s", r.Status, r.Body)
+	}
+
+	page := cc.do("GET", "/loops/instances/"+id, nil, nil)
+	if page.Status != 200 || !strings.Contains(page.Body, `data-valid="true"`) || !strings.Contains(page.Body, "hash chain intact up to seq 2") {
+		t.Fatalf("instance page: %d %s", page.Status, page.Body)
+	}
+	timeline := page.Body[strings.Index(page.Body, `id="timeline"`):]
+	for _, want := range []string{"<td>1</td>", "<td>2</td>", "<td>draft</td>", "<td>submit</td>", "user user:alice"} {
+		if !strings.Contains(timeline, want) {
+			t.Fatalf("timeline lacks %q: %s", want, timeline)
+		}
+	}
+	if strings.Contains(page.Body, "<form method=\"post\"") && strings.Contains(page.Body, "/transitions") {
+		t.Fatal("the instance page offers a write")
+	}
+	if r := cc.do("GET", "/loops/instances/nope", nil, nil); r.Status != 404 {
+		t.Fatalf("unknown instance: %d", r.Status)
+	}
+	// Another organization's session sees none of them.
+	o := s.Do("POST", "/api/platform/organizations", s.Key("platform"), map[string]any{"name": "Acme", "slug": "acme"}).Must(t, 201)
+	other := s.Do("POST", "/api/platform/organizations/"+str(o, "organization", "id")+"/api-keys", s.Key("platform"), map[string]any{"role": "ADMIN"}).Must(t, 201)["key"].(string)
+	oc := newConsoleClient(t, s)
+	if r := oc.signIn(other); r.Status != 303 {
+		t.Fatalf("other sign-in: %d %s", r.Status, r.Body)
+	}
+	if r := oc.do("GET", "/loops/instances", nil, nil); r.Status != 200 || strings.Contains(r.Body, id) || strings.Contains(r.Body, "LOT-9") {
+		t.Fatalf("other org's instances: %d %s", r.Status, r.Body)
+	}
+	if r := oc.do("GET", "/loops/instances/"+id, nil, nil); r.Status != 404 {
+		t.Fatalf("other org's instance: %d", r.Status)
 	}
 }
