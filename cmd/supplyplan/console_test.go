@@ -533,4 +533,12 @@ func TestConsoleLoopInstances(t *testing.T) {
 	if r := oc.do("GET", "/loops/instances/"+id, nil, nil); r.Status != 404 {
 		t.Fatalf("other org's instance: %d", r.Status)
 	}
+	// The platform key has no organization and no instances.
+	pc := newConsoleClient(t, s)
+	if r := pc.signIn(s.Key("platform")); r.Status != 303 {
+		t.Fatalf("platform sign-in: %d", r.Status)
+	}
+	if r := pc.do("GET", "/loops/instances", nil, nil); r.Status != 403 || strings.Contains(r.Body, id) {
+		t.Fatalf("platform on loop instances: %d %s", r.Status, r.Body)
+	}
 }
