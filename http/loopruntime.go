@@ -79,6 +79,7 @@ func (s *LoopRuntimeServer) routes() {
 		r.Ctx.SetBody(healthBody)
 		return nil
 	})
+	rt.handle("GET", "/openapi.json", serveOpenAPI(loopRuntimeOpenAPI))
 	const inst = "/v1/instances/:id"
 	rt.handle("POST", "/v1/instances", s.authed(jwtauth.ScopeWrite, s.start))
 	rt.handle("GET", "/v1/instances", s.authed(jwtauth.ScopeRead, s.list))
