@@ -65,7 +65,7 @@ func loopRuntimeDescription() *apiDoc {
 		resp(200, "the OpenAPI 3.1 document", schema{"type": "object"}))
 	op("POST", "/v1/instances", "startInstance", "Start an instance of a loop", jwtauth.ScopeWrite,
 		reqBody(obj("loop", str, "version", maybe(str), "range", maybe(str), "digest", maybe(str), "businessKey", maybe(str),
-			"input", maybe(schema{"type": "object"}), "onConflict", maybe(schema{"type": "string", "enum": []string{"FAIL", "USE_EXISTING"}}))),
+			"input", maybe(schema{"type": "object"}), "onConflict", maybe(schema{"type": "string", "enum": []string{sp.LoopOnConflictFail, sp.LoopOnConflictUseExisting}}))),
 		resp(201, "started (Location, ETag)", instance), resp(200, "the open instance of the business key (onConflict USE_EXISTING)", instance),
 		status(409, "INSTANCE_EXISTS (onConflict FAIL, the default), or the planning data the input names is closed"))
 	op("GET", "/v1/instances", "listInstances", "List instances, newest first", jwtauth.ScopeRead,
