@@ -262,6 +262,7 @@ func startJSONLogged(t *testing.T, buf io.Writer, mutate ...func(*Config)) *test
 	cfg.DataDir = t.TempDir()
 	cfg.APIAddr = "127.0.0.1:0"
 	cfg.RegistryAddr, cfg.ToolsAddr, cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.ConsoleAddr = "127.0.0.1:0"
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
 	for _, f := range mutate {
 		f(&cfg)
