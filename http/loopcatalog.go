@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/telemetry"
 )
 
 // LoopCatalogConfig configures the loop catalog listener (default 127.0.0.1:3011).
@@ -24,6 +25,9 @@ type LoopCatalogConfig struct {
 	Logger         *slog.Logger
 	// BodyBudget bounds the request-body bytes held at once (see Config.BodyBudget).
 	BodyBudget *BodyBudget
+	// Metrics and AccessLog are as the API's (server label "loop-catalog"; nil: none).
+	Metrics   *telemetry.Metrics
+	AccessLog *slog.Logger
 }
 
 // LoopCatalogServices are what the loop catalog listener calls.
@@ -39,6 +43,7 @@ type LoopCatalogServer struct {
 	svc    LoopCatalogServices
 	log    *slog.Logger
 	router *router
+	obs    observer
 	listener
 }
 
@@ -55,6 +60,7 @@ func NewLoopCatalogServer(cfg LoopCatalogConfig, svc LoopCatalogServices) *LoopC
 	}
 	s := &LoopCatalogServer{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
 	s.routes()
+	s.obs.init("loop-catalog", s.router, cfg.Metrics, cfg.AccessLog)
 	s.listener = newListener("loop-catalog", cfg.Addr, "supplyplan-loop-catalog", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
@@ -94,36 +100,51 @@ func (s *LoopCatalogServer) routes() {
 	rt.handle("GET", "/v1/blobs/:digest", s.authed(s.blob))
 }
 
+// handle serves one request, then echoes its request id, counts it and logs it.
 func (s *LoopCatalogServer) handle(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	var buf [requestIDMax]byte
+	id := s.obs.ids.of(ctx, buf[:0])
+	rt, org, code := s.serve(ctx, id)
+	s.obs.served(ctx, id, rt, org, code, start)
+}
+
+// serve routes and runs one request (see Server.serve).
+func (s *LoopCatalogServer) serve(ctx *fasthttp.RequestCtx, id []byte) (rt *route, org, code string) {
 	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("loop catalog handler panic", "path", string(ctx.Path()), "panic", r, "stack", string(debug.Stack()))
+		if p := recover(); p != nil {
+			s.log.Error("loop catalog handler panic", "requestId", string(id), "path", string(ctx.Path()), "panic", p, "stack", string(debug.Stack()))
 			ctx.ResetBody()
 			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
+			code = supplyplan.EINTERNAL
 		}
 	}()
 	// A request refused on its headers leaves its body unread on the connection: close it.
 	defer discardUnread(ctx)
-	h, params, allow := s.router.match(ctx.Method(), ctx.Path())
-	if h == nil {
+	rt, params, allow := s.router.matchRoute(ctx.Method(), ctx.Path())
+	if rt == nil {
 		if allow != "" {
 			ctx.Response.Header.Set("Allow", allow)
 			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
-			return
+			return nil, "", "METHOD_NOT_ALLOWED"
 		}
 		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
-		return
+		return nil, "", supplyplan.ENOTFOUND
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	r := &Request{Ctx: ctx, Context: rctx, params: params, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit}
 	defer func() { r.body.release() }()
-	if err := h(r); err != nil {
-		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {
-			s.log.Error("loop catalog request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+	err := rt.h(r)
+	org = r.Principal.OrgID
+	if err != nil {
+		code = supplyplan.ErrorCode(err)
+		if code == supplyplan.EINTERNAL {
+			s.log.Error("loop catalog request failed", "requestId", string(id), "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
 		}
 		writeError(ctx, err)
 	}
+	return rt, org, code
 }
 
 // authed resolves the caller from its bearer key (headers only: no body has been read): an
@@ -138,6 +159,7 @@ func (s *LoopCatalogServer) authed(h loopHandler) handlerFunc {
 		if !ok {
 			return unknownKey(cred.header)
 		}
+		r.Principal = p // the request log's organization
 		if p.Platform {
 			return h(r, supplyplan.LoopCallerOf(p, supplyplan.Organization{}))
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/telemetry"
 	"github.com/supplyplan/supplyplan/jwtauth"
 )
 
@@ -24,6 +25,9 @@ type LoopRuntimeConfig struct {
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
 	BodyBudget     *BodyBudget
+	// Metrics and AccessLog are as the API's (server label "loop-runtime"; nil: none).
+	Metrics   *telemetry.Metrics
+	AccessLog *slog.Logger
 }
 
 // LoopRuntimeServices are what the loop runtime listener calls.
@@ -40,6 +44,7 @@ type LoopRuntimeServer struct {
 	svc    LoopRuntimeServices
 	log    *slog.Logger
 	router *router
+	obs    observer
 	listener
 }
 
@@ -56,6 +61,7 @@ func NewLoopRuntimeServer(cfg LoopRuntimeConfig, svc LoopRuntimeServices) *LoopR
 	}
 	s := &LoopRuntimeServer{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
 	s.routes()
+	s.obs.init("loop-runtime", s.router, cfg.Metrics, cfg.AccessLog)
 	s.listener = newListener("loop-runtime", cfg.Addr, "supplyplan-loop-runtime", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
@@ -79,6 +85,7 @@ func (s *LoopRuntimeServer) routes() {
 		r.Ctx.SetBody(healthBody)
 		return nil
 	})
+	rt.handle("GET", "/openapi.json", serveOpenAPI(loopRuntimeOpenAPI))
 	const inst = "/v1/instances/:id"
 	rt.handle("POST", "/v1/instances", s.authed(jwtauth.ScopeWrite, s.start))
 	rt.handle("GET", "/v1/instances", s.authed(jwtauth.ScopeRead, s.list))
@@ -93,48 +100,64 @@ func (s *LoopRuntimeServer) routes() {
 	rt.handle("GET", inst+"/audit/verify", s.authed(jwtauth.ScopeRead, s.verify))
 }
 
+// handle serves one request, then echoes its request id, counts it and logs it.
 func (s *LoopRuntimeServer) handle(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	var buf [requestIDMax]byte
+	id := s.obs.ids.of(ctx, buf[:0])
+	rt, org, code := s.serve(ctx, id)
+	s.obs.served(ctx, id, rt, org, code, start)
+}
+
+// serve routes and runs one request (see Server.serve); the handlers record id in the audit.
+func (s *LoopRuntimeServer) serve(ctx *fasthttp.RequestCtx, id []byte) (rt *route, org, code string) {
 	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("loop runtime handler panic", "path", string(ctx.Path()), "panic", r, "stack", string(debug.Stack()))
+		if p := recover(); p != nil {
+			s.log.Error("loop runtime handler panic", "requestId", string(id), "path", string(ctx.Path()), "panic", p, "stack", string(debug.Stack()))
 			ctx.ResetBody()
 			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
+			code = supplyplan.EINTERNAL
 		}
 	}()
 	defer discardUnread(ctx)
-	h, params, allow := s.router.match(ctx.Method(), ctx.Path())
-	if h == nil {
+	rt, params, allow := s.router.matchRoute(ctx.Method(), ctx.Path())
+	if rt == nil {
 		if allow != "" {
 			ctx.Response.Header.Set("Allow", allow)
 			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
-			return
+			return nil, "", "METHOD_NOT_ALLOWED"
 		}
 		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
-		return
+		return nil, "", supplyplan.ENOTFOUND
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	r := &Request{Ctx: ctx, Context: rctx, params: params, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit}
+	r := &Request{Ctx: ctx, Context: rctx, params: params, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit,
+		requestID: id}
 	defer func() { r.body.release() }()
-	if err := h(r); err != nil {
+	err := rt.h(r)
+	org = r.Principal.OrgID
+	if err != nil {
 		var ae *jwtauth.Error
 		if errors.As(err, &ae) {
-			writeJWTError(ctx, ae)
-			return
+			code = writeJWTError(ctx, ae)
+			return rt, org, code
 		}
-		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {
-			s.log.Error("loop runtime request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+		code = supplyplan.ErrorCode(err)
+		if code == supplyplan.EINTERNAL {
+			s.log.Error("loop runtime request failed", "requestId", string(id), "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
 		}
 		writeError(ctx, err)
 	}
+	return rt, org, code
 }
 
 // realm is the WWW-Authenticate realm of the runtime.
 const loopRealm = `Bearer realm="supplyplan-loops"`
 
 // writeJWTError renders an authentication failure: 401 (or 403 for a missing scope) with the
-// WWW-Authenticate challenge naming the error.
-func writeJWTError(ctx *fasthttp.RequestCtx, e *jwtauth.Error) {
+// WWW-Authenticate challenge naming the error. It returns the error code.
+func writeJWTError(ctx *fasthttp.RequestCtx, e *jwtauth.Error) string {
 	status, code, msg := e.Status, supplyplan.EUNAUTHORIZED, "Unauthorized"
 	if status == fasthttp.StatusForbidden {
 		code, msg = supplyplan.EFORBIDDEN, "Forbidden"
@@ -144,6 +167,7 @@ func writeJWTError(ctx *fasthttp.RequestCtx, e *jwtauth.Error) {
 	ctx.Response.Header.Set("WWW-Authenticate", e.WWWAuthenticate())
 	writeErrorBody(ctx, status, errorBody{Error: msg, Code: code, Reason: e.Code,
 		Details: map[string][]string{"authorization": {e.Description}}})
+	return code
 }
 
 // authed verifies the caller's JWT (headers only: no body has been read), resolves its
@@ -173,15 +197,12 @@ func (s *LoopRuntimeServer) authed(scope string, h runHandler) handlerFunc {
 		if !ok || claims.Org == "" {
 			return &jwtauth.Error{Status: fasthttp.StatusUnauthorized, Code: "invalid_token", Description: "the token's org claim names no organization"}
 		}
+		r.Principal.OrgID = org.ID // the request log's organization
 		if !claims.HasScope(scope) {
 			return &jwtauth.Error{Status: fasthttp.StatusForbidden, Code: "insufficient_scope",
 				Description: "this call needs the scope " + scope}
 		}
-		reqID, err := requestID(r.Ctx)
-		if err != nil {
-			return err
-		}
-		r.Ctx.Response.Header.Set("X-Request-Id", reqID)
+		reqID := string(r.requestID)
 		c := &runCaller{claims: claims, c: supplyplan.LoopRunCaller{OrgID: org.ID,
 			Actor: supplyplan.LoopActor{Type: supplyplan.LoopActorType(claims.Subject), Sub: claims.Subject, Iss: claims.Issuer, Jti: claims.ID},
 			Roles: supplyplan.LoopRolesOf(claims.HasScope(jwtauth.ScopeAdmin), claims.HasScope(jwtauth.ScopeWrite)), RequestID: reqID}}
@@ -201,23 +222,6 @@ func (s *LoopRuntimeServer) authed(scope string, h runHandler) handlerFunc {
 		}
 		return h(r, c)
 	}
-}
-
-// requestID is the request's X-Request-Id (at most 128 printable ASCII characters) or a new one.
-func requestID(ctx *fasthttp.RequestCtx) (string, error) {
-	raw := bytes.TrimSpace(ctx.Request.Header.Peek("X-Request-Id"))
-	if len(raw) == 0 {
-		return supplyplan.NewID("req"), nil
-	}
-	if len(raw) > 128 {
-		return "", supplyplan.Invalid("X-Request-Id", "must be at most 128 characters")
-	}
-	for _, c := range raw {
-		if c < 0x21 || c > 0x7e {
-			return "", supplyplan.Invalid("X-Request-Id", "must be printable ASCII without spaces")
-		}
-	}
-	return string(raw), nil
 }
 
 // ifMatch reads If-Match: an instance version, quoted or not (nil when absent).

@@ -125,3 +125,39 @@ func (u *unmatchedRoutes) of(method []byte) *telemetry.Route {
 	}
 	return u.other
 }
+
+// observer is what a listener (the API, the loop catalog, the loop runtime) does around each
+// request: its request id, its metrics (supplyplan_http_requests_total and _duration_seconds with
+// the listener's server label) and its request log line. Allocation-free when the log is off.
+type observer struct {
+	ids       requestIDs
+	unmatched unmatchedRoutes
+	access    *slog.Logger
+}
+
+// init draws the id prefix and resolves the metrics of every route of rt (m nil: none).
+func (o *observer) init(server string, rt *router, m *telemetry.Metrics, access *slog.Logger) {
+	o.ids.init()
+	rt.each(func(r *route) { r.obs = m.Route(server, r.method, r.pattern) })
+	o.unmatched = newUnmatchedRoutes(m, server)
+	o.access = access
+}
+
+// served echoes the request id, counts the request under its route (nil: unmatched) and logs it.
+func (o *observer) served(ctx *fasthttp.RequestCtx, id []byte, rt *route, org, code string, start time.Time) {
+	took := time.Since(start)
+	ctx.Response.Header.SetBytesV(requestIDHeader, id)
+	status := ctx.Response.StatusCode()
+	if rt != nil {
+		rt.obs.Observe(status, took)
+	} else {
+		o.unmatched.of(ctx.Method()).Observe(status, took)
+	}
+	if o.access != nil {
+		pattern := unmatchedRoute
+		if rt != nil {
+			pattern = rt.pattern
+		}
+		logRequest(o.access, id, ctx.Method(), pattern, org, status, code, took)
+	}
+}

@@ -10,8 +10,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The OpenAPI 3.1 documents of the API and of the loop catalog. They are generated from the Go
-// descriptions next to the routers (openapi_api.go, openapi_loops.go) with the schemas derived
+// The OpenAPI 3.1 documents of the API, the loop catalog and the loop runtime. They are generated from the Go
+// descriptions next to the routers (openapi_api.go, openapi_loops.go, openapi_runtime.go) with the schemas derived
 // from the handlers' types (openapi_schema.go), and committed: `go test ./http -run
 // TestOpenAPIDocumentsUpToDate -update-openapi` writes them, and the test fails while a committed
 // document differs from its description. Tests also check that every route of a router is in its
@@ -21,6 +21,8 @@ var (
 	apiOpenAPI []byte
 	//go:embed openapi/loop-catalog.json
 	loopCatalogOpenAPI []byte
+	//go:embed openapi/loop-runtime.json
+	loopRuntimeOpenAPI []byte
 )
 
 // OpenAPIDocument returns the API's OpenAPI document (GET /openapi.json).
@@ -28,6 +30,9 @@ func OpenAPIDocument() []byte { return apiOpenAPI }
 
 // LoopCatalogOpenAPIDocument returns the loop catalog's OpenAPI document.
 func LoopCatalogOpenAPIDocument() []byte { return loopCatalogOpenAPI }
+
+// LoopRuntimeOpenAPIDocument returns the loop runtime's OpenAPI document.
+func LoopRuntimeOpenAPIDocument() []byte { return loopRuntimeOpenAPI }
 
 func serveOpenAPI(doc []byte) handlerFunc {
 	return func(r *Request) error {
@@ -351,8 +356,17 @@ func idempotent(d *apiDoc, op schema) {
 }
 
 // document renders the OpenAPI document.
-func (d *apiDoc) document(info schema, servers []any, securitySchemes schema, tags []any) []byte {
+func (d *apiDoc) document(info schema, servers []any, securitySchemes schema, tags []any, moreResponses ...schema) []byte {
 	d.ss.of(errorBody{})
+	responses := schema{"Error": schema{
+		"description": "An error: `{\"error\", \"code\", \"details\"?}` (docs/api.md#errors).",
+		"content":     schema{ctJSON: schema{"schema": schema{"$ref": "#/components/schemas/Error"}}},
+	}}
+	for _, m := range moreResponses {
+		for k, v := range m {
+			responses[k] = v
+		}
+	}
 	doc := schema{
 		"openapi":           "3.1.0",
 		"info":              info,
@@ -363,10 +377,7 @@ func (d *apiDoc) document(info schema, servers []any, securitySchemes schema, ta
 		"components": schema{
 			"schemas":         d.ss.components,
 			"securitySchemes": securitySchemes,
-			"responses": schema{"Error": schema{
-				"description": "An error: `{\"error\", \"code\", \"details\"?}` (docs/api.md#errors).",
-				"content":     schema{ctJSON: schema{"schema": schema{"$ref": "#/components/schemas/Error"}}},
-			}},
+			"responses":       responses,
 		},
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")

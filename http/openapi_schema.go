@@ -251,4 +251,5 @@ func init() {
 	addEnum(supplyplan.ImportKinds)
 	addEnum(supplyplan.ReservationStatuses)
 	addEnum(supplyplan.AllocationStatuses)
+	addEnum(supplyplan.LoopInstanceStatuses)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/openapitest"
+	"github.com/valyala/fasthttp"
 )
 
 var updateOpenAPI = flag.Bool("update-openapi", false, "write http/openapi/*.json from their Go descriptions")
@@ -27,6 +28,7 @@ func TestOpenAPIDocumentsUpToDate(t *testing.T) {
 	}{
 		{"openapi/api.json", buildAPIOpenAPI, apiOpenAPI},
 		{"openapi/loop-catalog.json", buildLoopCatalogOpenAPI, loopCatalogOpenAPI},
+		{"openapi/loop-runtime.json", buildLoopRuntimeOpenAPI, loopRuntimeOpenAPI},
 	} {
 		got, _ := tc.build()
 		if *updateOpenAPI {
@@ -68,6 +70,7 @@ type gatewayStub struct{ supplyplan.GatewayKeyStore }
 func TestOpenAPIRoutesMatchRouter(t *testing.T) {
 	api := NewServer(Config{}, Services{MCP: mcpStub{}, Gateway: gatewayStub{}})
 	catalog := NewLoopCatalogServer(LoopCatalogConfig{}, LoopCatalogServices{})
+	runtime := NewLoopRuntimeServer(LoopRuntimeConfig{}, LoopRuntimeServices{})
 	for _, tc := range []struct {
 		name string
 		rt   *router
@@ -75,6 +78,7 @@ func TestOpenAPIRoutesMatchRouter(t *testing.T) {
 	}{
 		{"api", api.router, apiOpenAPI},
 		{"loop catalog", catalog.router, loopCatalogOpenAPI},
+		{"loop runtime", runtime.router, loopRuntimeOpenAPI},
 	} {
 		d, err := openapitest.Parse(tc.doc)
 		if err != nil {
@@ -100,7 +104,7 @@ func TestOpenAPIRoutesMatchRouter(t *testing.T) {
 // TestOpenAPIDocumentsValidate checks the documents against the OpenAPI 3.1 schema, compiles
 // every schema in them as JSON Schema 2020-12, and checks the labels the spec asks for.
 func TestOpenAPIDocumentsValidate(t *testing.T) {
-	for name, doc := range map[string][]byte{"api": apiOpenAPI, "loop catalog": loopCatalogOpenAPI} {
+	for name, doc := range map[string][]byte{"api": apiOpenAPI, "loop catalog": loopCatalogOpenAPI, "loop runtime": loopRuntimeOpenAPI} {
 		if err := openapitest.ValidateDocument(doc); err != nil {
 			t.Errorf("%s: not a valid OpenAPI 3.1 document: %v", name, err)
 		}
@@ -224,4 +228,62 @@ func TestSchemaDerivation(t *testing.T) {
 		}
 	}()
 	ss.of(selfMarshaled{})
+}
+
+// TestLoopRuntimeOpenAPI checks the runtime's document: served without a token, every /v1
+// operation secured by the JWT scheme with one of the runtime's scopes (and its 401 challenge),
+// the writes with If-Match / Idempotency-Key, and a 401 body validating.
+func TestLoopRuntimeOpenAPI(t *testing.T) {
+	s := NewLoopRuntimeServer(LoopRuntimeConfig{}, LoopRuntimeServices{})
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("GET")
+	ctx.Request.SetRequestURI("/openapi.json")
+	s.Handler()(&ctx)
+	if ctx.Response.StatusCode() != 200 || !bytes.Equal(ctx.Response.Body(), loopRuntimeOpenAPI) {
+		t.Fatalf("GET /openapi.json = %d", ctx.Response.StatusCode())
+	}
+	d, err := openapitest.Parse(loopRuntimeOpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := []string{"loops:read", "loops:write", "loops:admin"}
+	for _, r := range d.Routes() {
+		method, path, _ := strings.Cut(r, " ")
+		_, op, _ := d.Operation(method, path)
+		if !strings.HasPrefix(path, "/v1/") {
+			if sec, _ := op["security"].([]any); len(sec) != 0 {
+				t.Errorf("%s: public route with security %v", r, sec)
+			}
+			continue
+		}
+		sec, _ := op["security"].([]any)
+		req, _ := sec[0].(map[string]any)
+		got, _ := req["loopJWT"].([]any)
+		if len(sec) != 1 || len(got) != 1 || !slices.Contains(scopes, got[0].(string)) {
+			t.Errorf("%s: security %v, want loopJWT with one of %v", r, sec, scopes)
+		}
+		rs := op["responses"].(map[string]any)
+		if ref, _ := rs["401"].(map[string]any)["$ref"].(string); ref != "#/components/responses/Unauthorized" {
+			t.Errorf("%s: 401 is %v", r, rs["401"])
+		}
+		if method == "POST" && rs["422"] == nil {
+			t.Errorf("%s: no 422 (Idempotency-Key reuse)", r)
+		}
+		if strings.HasSuffix(path, "/transitions") && rs["412"] == nil {
+			t.Errorf("%s: no 412 (If-Match)", r)
+		}
+	}
+	ctx = fasthttp.RequestCtx{}
+	ctx.Request.Header.SetMethod("GET")
+	ctx.Request.SetRequestURI("/v1/instances")
+	s.Handler()(&ctx)
+	if ctx.Response.StatusCode() != 401 || len(ctx.Response.Header.Peek("WWW-Authenticate")) == 0 {
+		t.Fatalf("no token = %d", ctx.Response.StatusCode())
+	}
+	if err := d.ValidateResponse("GET", "/v1/instances", 401, string(ctx.Response.Header.ContentType()), ctx.Response.Body()); err != nil {
+		t.Errorf("401: %v", err)
+	}
+	if err := d.ValidateResponse("GET", "/v1/instances", 200, "application/json", []byte(`{"instances":[{"id":1}],"total":0,"limit":50,"offset":0}`)); err == nil {
+		t.Error("an instance with a numeric id validated")
+	}
 }

@@ -43,6 +43,8 @@ type Request struct {
 	bodyRead  bool
 	// rate is what the rate limiter decided, for the response's RateLimit headers.
 	rate rateState
+	// requestID is the request's id (the loop runtime records it in the audit).
+	requestID []byte
 }
 
 // Body reads the request body once, under the request's limit (413 beyond, before reading when

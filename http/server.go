@@ -84,9 +84,8 @@ type Server struct {
 	// detached counts keyed requests still running after their client got the timeout's 503.
 	runningOn sync.WaitGroup
 	listener
-	ids requestIDs
-	// unmatched counts the requests no route matched, by method.
-	unmatched unmatchedRoutes
+	// obs makes request ids, counts requests and writes the request log.
+	obs observer
 }
 
 // Close stops the listener, waits for in-flight requests, then for keyed requests that run on
@@ -126,10 +125,8 @@ func NewServer(cfg Config, svc Services) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
-	s.ids.init()
 	s.routes()
-	s.router.each(func(r *route) { r.obs = cfg.Metrics.Route("api", r.method, r.pattern) })
-	s.unmatched = newUnmatchedRoutes(cfg.Metrics, "api")
+	s.obs.init("api", s.router, cfg.Metrics, cfg.AccessLog)
 	s.listener = newListener("api", cfg.Addr, "supplyplan", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
@@ -141,23 +138,9 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.handle }
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	var buf [requestIDMax]byte
-	id := s.ids.of(ctx, buf[:0])
+	id := s.obs.ids.of(ctx, buf[:0])
 	rt, org, code := s.serve(ctx, id)
-	took := time.Since(start)
-	ctx.Response.Header.SetBytesV(requestIDHeader, id)
-	status := ctx.Response.StatusCode()
-	if rt != nil {
-		rt.obs.Observe(status, took)
-	} else {
-		s.unmatched.of(ctx.Method()).Observe(status, took)
-	}
-	if s.cfg.AccessLog != nil {
-		pattern := unmatchedRoute
-		if rt != nil {
-			pattern = rt.pattern
-		}
-		logRequest(s.cfg.AccessLog, id, ctx.Method(), pattern, org, status, code, took)
-	}
+	s.obs.served(ctx, id, rt, org, code, start)
 }
 
 // serve routes and runs one request; it returns the route (nil when none matched), the

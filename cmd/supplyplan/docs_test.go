@@ -215,10 +215,14 @@ func runDocPageOn(t *testing.T, s *testServer, page string, withBinary bool, mor
 	if b, _ := os.ReadFile(fails); len(b) > 0 {
 		t.Errorf("examples of %s that do not do what they document:\n%s", page, b)
 	}
-	validated := validateDocResponses(t, calls, bodies, map[string][]byte{
+	docs := map[string][]byte{
 		s.URL:                           sphttp.OpenAPIDocument(),
 		"http://" + s.Main.Loops.Addr(): sphttp.LoopCatalogOpenAPIDocument(),
-	})
+	}
+	if s.Main.Runtime != nil {
+		docs["http://"+s.Main.Runtime.Addr()] = sphttp.LoopRuntimeOpenAPIDocument()
+	}
+	validated := validateDocResponses(t, calls, bodies, docs)
 	t.Logf("%d of the %d responses of %s validated against the OpenAPI documents", validated, len(examples), page)
 	if validated < len(examples)/2 {
 		t.Errorf("only %d of the %d calls of %s were checked against the OpenAPI documents", validated, len(examples), page)

@@ -126,8 +126,12 @@ func (m *Main) openLoopCatalog() error {
 	if m.bodies.Max() < supplyplan.MaxLoopManifestBytes {
 		return fmt.Errorf("--body-bytes-in-flight (%d) must be at least the loop manifest limit (%d)", m.bodies.Max(), supplyplan.MaxLoopManifestBytes)
 	}
+	access, err := m.accessLog()
+	if err != nil {
+		return err
+	}
 	m.Loops = sphttp.NewLoopCatalogServer(sphttp.LoopCatalogConfig{Addr: cfg.LoopCatalogAddr, BodyLimit: cfg.BodyLimit,
-		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies},
+		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies, Metrics: m.Metrics, AccessLog: access},
 		sphttp.LoopCatalogServices{Auth: m.System.Platform, Loops: m.System.Loops})
 	if err := m.Loops.Open(); err != nil {
 		return err
@@ -179,8 +183,12 @@ func (m *Main) openLoopRuntime() error {
 		}
 		m.LoopAuth, m.loopAuthC = v, v.Close
 	}
+	access, err := m.accessLog()
+	if err != nil {
+		return err
+	}
 	m.Runtime = sphttp.NewLoopRuntimeServer(sphttp.LoopRuntimeConfig{Addr: cfg.LoopRuntimeAddr, BodyLimit: cfg.BodyLimit,
-		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies},
+		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies, Metrics: m.Metrics, AccessLog: access},
 		sphttp.LoopRuntimeServices{Auth: m.LoopAuth, Runtime: m.System.LoopRuntime})
 	if err := m.Runtime.Open(); err != nil {
 		return err

@@ -261,7 +261,8 @@ func startJSONLogged(t *testing.T, buf io.Writer, mutate ...func(*Config)) *test
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.APIAddr = "127.0.0.1:0"
-	cfg.RegistryAddr, cfg.ToolsAddr, cfg.LoopCatalogAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.RegistryAddr, cfg.ToolsAddr, cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.ConsoleAddr = "127.0.0.1:0"
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
 	for _, f := range mutate {
 		f(&cfg)
@@ -381,6 +382,83 @@ func TestRequestLogLines(t *testing.T) {
 		}
 		return fmt.Errorf("no failed delivery line")
 	})
+}
+
+// TestRequestLogAndMetricsOfLoopListeners: the loop runtime and the loop catalog log one line per
+// request and count it under their own server label, as the API does; the runtime's audit records
+// the request id the line and the response carry.
+func TestRequestLogAndMetricsOfLoopListeners(t *testing.T) {
+	buf := &syncBuffer{}
+	s := startJSONLogged(t, buf, func(c *Config) { c.LoopAuth = newFakeLoopAuth(); c.OpsAddr = "127.0.0.1:0" })
+	org := s.Creds.Organization.ID
+
+	r := s.Run("GET", "/v1/instances", "loops:read", nil, "X-Request-Id", "rt-list-1")
+	if r.Status != 200 || r.Header.Get("X-Request-Id") != "rt-list-1" {
+		t.Fatalf("list: %d, X-Request-Id %q", r.Status, r.Header.Get("X-Request-Id"))
+	}
+	l := requestLine(t, buf, "rt-list-1")
+	if l["level"] != "INFO" || l["route"] != "/v1/instances" || l["method"] != "GET" || l["status"] != 200.0 || l["org"] != org || l["code"] != nil {
+		t.Fatalf("runtime line = %v", l)
+	}
+	if d, ok := l["duration"].(float64); !ok || d <= 0 {
+		t.Fatalf("duration = %v", l["duration"])
+	}
+	// No token: 401 at info with its code, no organization.
+	r = doRequest(t, runtimeURL(s), "GET", "/v1/instances", map[string]string{"X-Request-Id": "rt-anon-1"}, nil)
+	if l = requestLine(t, buf, "rt-anon-1"); r.Status != 401 || l["level"] != "INFO" || l["code"] != "UNAUTHORIZED" || l["org"] != nil {
+		t.Fatalf("401 (%d) line = %v", r.Status, l)
+	}
+	// A missing scope: 403 FORBIDDEN, the organization known.
+	r = s.Run("POST", "/v1/instances/cancel", "loops:write", map[string]any{"filter": map[string]any{"loop": "x/y"}}, "X-Request-Id", "rt-403-1")
+	if l = requestLine(t, buf, "rt-403-1"); r.Status != 403 || l["code"] != "FORBIDDEN" || l["org"] != org || l["route"] != "/v1/instances/cancel" {
+		t.Fatalf("403 (%d) line = %v", r.Status, l)
+	}
+	// A start without an id gets a generated one, echoed, logged and recorded in the audit.
+	r = s.Run("POST", "/v1/instances", "loops:write", map[string]any{"loop": "supplyplan/quality", "businessKey": "LOT-LOG"})
+	r.Must(t, 201)
+	id := r.Header.Get("X-Request-Id")
+	if !regexp.MustCompile(`^[0-9a-f]{16}-[0-9a-z]+$`).MatchString(id) {
+		t.Fatalf("generated X-Request-Id %q", id)
+	}
+	if l = requestLine(t, buf, id); l["status"] != 201.0 || l["route"] != "/v1/instances" || l["method"] != "POST" {
+		t.Fatalf("start line = %v", l)
+	}
+	var inst struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(r.Body, &inst); err != nil {
+		t.Fatal(err)
+	}
+	ev := s.Run("GET", "/v1/instances/"+inst.ID+"/events", "loops:read", nil)
+	ev.Must(t, 200)
+	if !strings.Contains(string(ev.Body), `"requestId":"`+id+`"`) {
+		t.Fatalf("the audit does not record the request id %s: %s", id, ev.Body)
+	}
+	// The loop catalog.
+	r = doRequest(t, "http://"+s.Main.Loops.Addr(), "GET", "/v1/loops", map[string]string{"Authorization": "Bearer " + s.Key("VIEWER"), "X-Request-Id": "cat-1"}, nil)
+	if l = requestLine(t, buf, "cat-1"); r.Status != 200 || r.Header.Get("X-Request-Id") != "cat-1" || l["route"] != "/v1/loops" || l["org"] != org || l["status"] != 200.0 {
+		t.Fatalf("catalog (%d) line = %v", r.Status, l)
+	}
+	doRequest(t, "http://"+s.Main.Loops.Addr(), "GET", "/nope", nil, nil).Must(t, 404)
+
+	m, _ := scrape(t, s)
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"supplyplan_http_requests_total", []string{`server="loop-runtime"`, `route="/v1/instances"`, `method="GET"`, `status="200"`}, 1},
+		{"supplyplan_http_requests_total", []string{`server="loop-runtime"`, `route="/v1/instances"`, `method="GET"`, `status="401"`}, 1},
+		{"supplyplan_http_requests_total", []string{`server="loop-runtime"`, `route="/v1/instances"`, `method="POST"`, `status="201"`}, 1},
+		{"supplyplan_http_requests_total", []string{`server="loop-runtime"`, `route="/v1/instances/cancel"`, `status="403"`}, 1},
+		{"supplyplan_http_request_duration_seconds_count", []string{`server="loop-runtime"`, `route="/v1/instances"`, `method="GET"`}, 2},
+		{"supplyplan_http_requests_total", []string{`server="loop-catalog"`, `route="/v1/loops"`, `method="GET"`, `status="200"`}, 1},
+		{"supplyplan_http_requests_total", []string{`server="loop-catalog"`, `route="unmatched"`, `method="GET"`, `status="404"`}, 1},
+	} {
+		if got, _ := family(m, tc.name, tc.labels...); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
 }
 
 // TestRequestLogOffAndText: --request-log=false writes no request line; text format is key=value.

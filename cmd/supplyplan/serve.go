@@ -174,16 +174,9 @@ func (m *Main) Open(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("rate limits: %w", err)
 		}
-		var access *slog.Logger
-		if cfg.RequestLog {
-			access = m.Log
-			if m.LogOutput != nil {
-				level, err := parseLevel(cfg.LogLevel)
-				if err != nil {
-					return err
-				}
-				access = slog.New(newFlatHandler(m.LogOutput, level, cfg.LogFormat))
-			}
+		access, err := m.accessLog()
+		if err != nil {
+			return err
 		}
 		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
@@ -400,4 +393,19 @@ func (m *Main) outboundConfig() (ob actors.OutboundConfig, al actors.AlertsConfi
 		m.Log.Info("payment-provider webhook disabled: PAYMENT_PROVIDER_WEBHOOK_SECRET is not set")
 	}
 	return ob, al, plans, nil
+}
+
+// accessLog is the request log of the listeners (nil when --request-log is off).
+func (m *Main) accessLog() (*slog.Logger, error) {
+	if !m.Config.RequestLog {
+		return nil, nil
+	}
+	if m.LogOutput == nil {
+		return m.Log, nil
+	}
+	level, err := parseLevel(m.Config.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(newFlatHandler(m.LogOutput, level, m.Config.LogFormat)), nil
 }

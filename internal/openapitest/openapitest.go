@@ -50,6 +50,7 @@ func ValidateDocument(doc []byte) error {
 type Document struct {
 	paths      map[string]map[string]any // path template → method → operation
 	components map[string]any
+	responses  map[string]any // components/responses
 	mu         sync.Mutex
 	compiled   map[string]*jsonschema.Schema
 	n          int
@@ -60,7 +61,8 @@ func Parse(doc []byte) (*Document, error) {
 	var d struct {
 		Paths      map[string]map[string]any `json:"paths"`
 		Components struct {
-			Schemas map[string]any `json:"schemas"`
+			Schemas   map[string]any `json:"schemas"`
+			Responses map[string]any `json:"responses"`
 		} `json:"components"`
 	}
 	// The schemas refer to "#/components/schemas/X"; validated on their own they find X in $defs.
@@ -70,7 +72,7 @@ func Parse(doc []byte) (*Document, error) {
 	if err := dec.Decode(&d); err != nil {
 		return nil, err
 	}
-	return &Document{paths: d.Paths, components: d.Components.Schemas, compiled: map[string]*jsonschema.Schema{}}, nil
+	return &Document{paths: d.Paths, components: d.Components.Schemas, responses: d.Components.Responses, compiled: map[string]*jsonschema.Schema{}}, nil
 }
 
 // Routes lists the document's operations as "METHOD /path/{param}", sorted.
@@ -208,10 +210,10 @@ func (d *Document) ValidateResponse(method, path string, status int, contentType
 	}
 	rm, _ := r.(map[string]any)
 	if ref, ok := rm["$ref"].(string); ok {
-		if ref != "#/components/responses/Error" {
+		name, ok := strings.CutPrefix(ref, "#/components/responses/")
+		if rm, ok = d.responses[name].(map[string]any); !ok {
 			return fmt.Errorf("%s %s: unsupported response $ref %s", method, tmpl, ref)
 		}
-		rm = map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/$defs/Error"}}}}
 	}
 	content, _ := rm["content"].(map[string]any)
 	mt, _, _ := strings.Cut(contentType, ";")
