@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -478,8 +479,17 @@ func TestConsoleLoopInstances(t *testing.T) {
 	if _, err := rtm.Transition(ctx, c, id, supplyplan.LoopTransitionInput{Name: "submit", Roles: c.Roles}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rtm.StartInstance(ctx, c, supplyplan.LoopStartInput{Loop: "supplyplan/quality", BusinessKey: "LOT-9"}); err != nil {
+	lot, err := rtm.StartInstance(ctx, c, supplyplan.LoopStartInput{Loop: "supplyplan/quality", BusinessKey: "LOT-9"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// 13 suspend/resume cycles: 27 events, a timeline of two pages.
+	for i := 0; i < 13; i++ {
+		for _, a := range []string{supplyplan.LoopActionSuspend, supplyplan.LoopActionResume} {
+			if _, err := rtm.Lifecycle(ctx, c, lot.Instance.ID, a, supplyplan.LoopLifecycleInput{Reason: fmt.Sprintf("%s %d", a, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 
 	cc := newConsoleClient(t, s)
@@ -516,6 +526,17 @@ func TestConsoleLoopInstances(t *testing.T) {
 	}
 	if strings.Contains(page.Body, "<form method=\"post\"") && strings.Contains(page.Body, "/transitions") {
 		t.Fatal("the instance page offers a write")
+	}
+	// The timeline a page at a time: 25 events, then the events after seq 25.
+	first := cc.do("GET", "/loops/instances/"+lot.Instance.ID, nil, nil)
+	if first.Status != 200 || !strings.Contains(first.Body, "<td>25</td>") || strings.Contains(first.Body, "<td>26</td>") ||
+		!strings.Contains(first.Body, "hash chain intact up to seq 27") || !strings.Contains(first.Body, "?afterSeq=25") {
+		t.Fatalf("first timeline page: %d %s", first.Status, first.Body)
+	}
+	later := cc.do("GET", "/loops/instances/"+lot.Instance.ID+"?afterSeq=25", nil, nil)
+	if later.Status != 200 || !strings.Contains(later.Body, "<td>26</td>") || !strings.Contains(later.Body, "<td>27</td>") ||
+		strings.Contains(later.Body, "<td>25</td>") || !strings.Contains(later.Body, "resume 12") || strings.Contains(later.Body, "Later events") {
+		t.Fatalf("second timeline page: %d %s", later.Status, later.Body)
 	}
 	if r := cc.do("GET", "/loops/instances/nope", nil, nil); r.Status != 404 {
 		t.Fatalf("unknown instance: %d", r.Status)
