@@ -267,11 +267,24 @@ type consoleRequest struct {
 	P       supplyplan.Principal
 	Org     supplyplan.Organization
 	form    *url.Values
-	files   map[string][]byte
+	files   map[string]uploadedFile
 	body    body
 }
 
 type consoleHandler func(*consoleRequest) error
+
+// uploadedFile is a file part of a multipart form: its name and Content-Type as the browser sent
+// them, and its bytes.
+type uploadedFile struct {
+	name, contentType string
+	data              []byte
+}
+
+// isCSV reports whether the file is CSV: sent as text/csv or named *.csv (browsers on some
+// systems send a .csv file as application/vnd.ms-excel or application/octet-stream).
+func (f uploadedFile) isCSV() bool {
+	return isCSV([]byte(f.contentType)) || strings.HasSuffix(strings.ToLower(f.name), ".csv")
+}
 
 // Param is a path parameter.
 func (r *consoleRequest) Param(name string) string { return r.params.get(name) }

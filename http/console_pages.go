@@ -65,6 +65,8 @@ func (s *ConsoleServer) consoleRoutes() {
 
 	rt.handle("GET", "/loops", s.page(s.loopsPage))
 	rt.handle("GET", "/loops/view", s.page(s.loopPage))
+	rt.handle("GET", "/loops/instances", s.page(s.loopInstancesPage))
+	rt.handle("GET", "/loops/instances/:id", s.page(s.loopInstancePage))
 
 	rt.handle("GET", "/platform", s.page(s.platformPage))
 	rt.handle("POST", "/platform/orgs", s.page(s.platformCreateOrg))
@@ -959,7 +961,8 @@ func (s *ConsoleServer) importJob(r *consoleRequest) error {
 	return s.render(r, "import", "Import "+j.JobID, "imports", &j)
 }
 
-// uploadImport submits an uploaded JSON file as an import job. The import endpoints take import
+// uploadImport submits an uploaded JSON or CSV file as an import job (a CSV file, sent as text/csv
+// or named *.csv, converted to the kind's JSON body as the API converts a text/csv body). The import endpoints take import
 // keys (scope import:write), not role keys: the form asks for one (kept for the session) and the
 // same check as the API's applies to it.
 func (s *ConsoleServer) uploadImport(r *consoleRequest) error {
@@ -975,9 +978,9 @@ func (s *ConsoleServer) uploadImport(r *consoleRequest) error {
 	if !slices.Contains(supplyplan.ImportKinds, kind) {
 		fe.Add("kind", "must be one of catalog, inventory, suppliers, purchase-orders, orders, demand-history")
 	}
-	file := r.files["file"]
-	if len(file) == 0 {
-		fe.Add("file", "choose a JSON file (the body of POST /api/import/<kind>)")
+	upload := r.files["file"]
+	if len(upload.data) == 0 {
+		fe.Add("file", "choose a JSON file (the body of POST /api/import/<kind>) or a CSV file (its columns, as POST /api/import/<kind> takes with Content-Type text/csv)")
 	}
 	var ip supplyplan.Principal
 	if key == "" {
@@ -992,8 +995,15 @@ func (s *ConsoleServer) uploadImport(r *consoleRequest) error {
 	err := fe.Err()
 	var job supplyplan.ImportJob
 	if err == nil {
+		file := upload.data
+		if upload.isCSV() {
+			// The API's conversion (docs/api.md#csv): the CSV becomes the kind's JSON body.
+			file, err = csvImportBody(kind, file, s.cfg.ImportMaxRows)
+		}
 		var rows []json.RawMessage
-		rows, err = importjson.SplitBody(kind, file, s.cfg.ImportMaxRows)
+		if err == nil {
+			rows, err = importjson.SplitBody(kind, file, s.cfg.ImportMaxRows)
+		}
 		if err == nil {
 			job, err = s.svc.Imports.SubmitImport(r.Context, ip, kind, file, rows)
 		}
@@ -1023,7 +1033,7 @@ func parseMultipart(b []byte, boundary string, cr *consoleRequest) error {
 		return supplyplan.Invalid("content-type", "multipart/form-data needs a boundary")
 	}
 	mr := multipart.NewReader(bytes.NewReader(b), boundary)
-	cr.files = map[string][]byte{}
+	cr.files = map[string]uploadedFile{}
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
@@ -1037,7 +1047,7 @@ func parseMultipart(b []byte, boundary string, cr *consoleRequest) error {
 			return supplyplan.Invalid("body", "is not a valid multipart form")
 		}
 		if part.FileName() != "" {
-			cr.files[part.FormName()] = data
+			cr.files[part.FormName()] = uploadedFile{name: part.FileName(), contentType: part.Header.Get("Content-Type"), data: data}
 		} else {
 			cr.form.Add(part.FormName(), string(data))
 		}
@@ -1255,4 +1265,73 @@ func (s *ConsoleServer) loopPage(r *consoleRequest) error {
 		return err
 	}
 	return s.render(r, "loop", doc.Name, "loops", map[string]any{"Doc": doc, "Audit": audit.Items, "Pager": newPager(r, audit.Total, off, consolePage)})
+}
+
+// ---- loop instances (read-only: the runtime's instances of the session's organization) ----
+
+// loopRuntime is the runtime the instance screens read, after the session's read check (any role
+// of the organization reads, as the runtime's read scope does; the platform key has no instances).
+func (s *ConsoleServer) loopRuntime(r *consoleRequest) (supplyplan.LoopRuntimeService, error) {
+	if err := r.require(supplyplan.PermForecastRead, nil); err != nil {
+		return nil, err
+	}
+	if s.svc.LoopRuntime == nil {
+		return nil, supplyplan.Errorf(supplyplan.ENOTFOUND, "The loop runtime is not running")
+	}
+	return s.svc.LoopRuntime, nil
+}
+
+// loopInstancesPage lists the organization's instances, newest first, filtered by status, loop
+// and business key (in the URL) and paginated, through the runtime's ListInstances (the call of
+// GET /v1/instances).
+func (s *ConsoleServer) loopInstancesPage(r *consoleRequest) error {
+	rtm, err := s.loopRuntime(r)
+	if err != nil {
+		return err
+	}
+	off := r.offset()
+	f := supplyplan.LoopInstanceFilter{Status: supplyplan.LoopInstanceStatus(r.Query("status")), Loop: r.Query("loop"),
+		BusinessKey: r.Query("businessKey"), Limit: consolePage, Offset: off}
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	p, err := rtm.ListInstances(r.Context, r.P.OrgID, f)
+	if err != nil {
+		return err
+	}
+	return s.render(r, "loop-instances", "Loop instances", "loops", map[string]any{"Instances": p.Items,
+		"Pager": newPager(r, p.Total, off, consolePage), "Filter": f, "Statuses": supplyplan.LoopInstanceStatuses})
+}
+
+// loopInstancePage shows one instance, its audit timeline (events after afterSeq, a page at a
+// time) and the verification of its hash chain (the calls of GET /v1/instances/{id}, .../events
+// and .../audit/verify).
+func (s *ConsoleServer) loopInstancePage(r *consoleRequest) error {
+	rtm, err := s.loopRuntime(r)
+	if err != nil {
+		return err
+	}
+	id := r.Param("id")
+	in, err := rtm.GetInstance(r.Context, r.P.OrgID, id)
+	if err != nil {
+		return err
+	}
+	after, err := strconv.ParseInt(r.Query("afterSeq"), 10, 64)
+	if err != nil || after < 0 {
+		after = 0
+	}
+	evs, err := rtm.Events(r.Context, r.P.OrgID, id, after, consolePage)
+	if err != nil {
+		return err
+	}
+	v, err := rtm.VerifyAudit(r.Context, r.P.OrgID, id)
+	if err != nil {
+		return err
+	}
+	next := ""
+	if len(evs) == consolePage && evs[len(evs)-1].Seq < in.LastSeq {
+		next = "/loops/instances/" + url.PathEscape(id) + "?afterSeq=" + strconv.FormatInt(evs[len(evs)-1].Seq, 10)
+	}
+	return s.render(r, "loop-instance", "Instance "+in.ID, "loops", map[string]any{"Instance": in, "Events": evs,
+		"Verify": v, "Next": next, "First": after > 0})
 }

@@ -66,6 +66,9 @@ type Services struct {
 	Gateway supplyplan.GatewayKeyStore
 	// Loops is the loop catalog (the operator console's loops screens; the REST API does not use it).
 	Loops supplyplan.LoopCatalogService
+	// LoopRuntime is the loop runtime (the console's loop instance screens, read-only; the runtime's
+	// own listener has its own LoopRuntimeServices).
+	LoopRuntime supplyplan.LoopRuntimeService
 	// Idempotency keeps the outcome of requests with an Idempotency-Key (nil: the header is ignored).
 	Idempotency supplyplan.IdempotencyService
 	// Readiness names the checks of GET /ready (journal, stores, brokers); none: always ready.

@@ -19,7 +19,7 @@ func (m *Main) openConsole(credsPath string) error {
 		sphttp.Services{Auth: m.System.Platform, Platform: m.System.Platform, Forecasting: m.System.Forecasting,
 			Catalog: m.System.Catalog, Imports: m.System.Imports, Demand: m.System.Catalog, Transfers: m.System.Transfers,
 			Forecast: m.System.Forecasts, Alerts: m.System.Alerts, Webhooks: m.System.Webhooks, Billing: m.System.Billing,
-			Allocation: m.System.Allocation, Loops: m.System.Loops})
+			Allocation: m.System.Allocation, Loops: m.System.Loops, LoopRuntime: m.System.LoopRuntime})
 	if err != nil {
 		return err
 	}

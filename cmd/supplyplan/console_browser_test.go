@@ -352,6 +352,18 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Errorf("job: %s", jobText)
 	}
 	shot(t, ctx, "09-import")
+	// A CSV file: the API's CSV conversion, the import key kept from the first upload.
+	csvFile := filepath.Join(t.TempDir(), "demand.csv")
+	if err := os.WriteFile(csvFile, []byte("skuId,locationId,weekStarting,actualDemand\nP,STORE,2026-01-19,4\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bdo(t, ctx, "csv upload", chromedp.Navigate(base+"/imports"), chromedp.WaitVisible(id("u-file")), chromedp.SetValue(id("u-kind"), "demand-history"),
+		chromedp.SetUploadFiles(id("u-file"), []string{csvFile}), chromedp.Submit(id("u-file")),
+		chromedp.WaitVisible(chromedp.Search(`//*[@id="job" and @data-status="COMPLETED" and contains(., "1 of 1 rows processed")]`)))
+	if jobText := bget(t, ctx, "csv job", chromedp.Text(id("job"))); !strings.Contains(jobText, "1 applied") {
+		t.Errorf("CSV job: %s", jobText)
+	}
+	shot(t, ctx, "09b-import-csv")
 
 	// The other screens render, pass the checks, and validation messages come from the API.
 	for _, p := range []struct{ path, name string }{{"/inventory?location=STORE&sku=P", "10-inventory"}, {"/alerts", "11-alerts"}, {"/webhooks", "12-webhooks"}} {
@@ -375,6 +387,28 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	shot(t, ctx, "12b-loop")
 	checkA11y(t, ctx, "loop")
+	// A loop instance, started through the runtime's service, and its audit timeline.
+	rtm := s.Main.System.LoopRuntime
+	org, _ := rtm.Organization("demo")
+	lc := supplyplan.LoopRunCaller{OrgID: org.ID, Actor: supplyplan.LoopActor{Type: supplyplan.LoopActorUser, Sub: "user:alice"},
+		Roles: supplyplan.LoopRolesOf(false, true)}
+	started, err := rtm.StartInstance(context.Background(), lc, supplyplan.LoopStartInput{Loop: "supplyplan/quality", BusinessKey: "LOT-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	instLink := `//a[text()="` + started.Instance.ID + `"]`
+	bdo(t, ctx, "loop instances", chromedp.Navigate(base+"/loops/instances?businessKey=LOT-1"), chromedp.WaitVisible(chromedp.Search(instLink)))
+	shot(t, ctx, "12c-loop-instances")
+	checkA11y(t, ctx, "loop instances")
+	bdo(t, ctx, "loop instance", chromedp.Click(chromedp.Search(instLink)), chromedp.WaitVisible(id("audit-verify")))
+	if v := bget(t, ctx, "audit verify", chromedp.Text(id("audit-verify"))); !strings.Contains(v, "hash chain intact") {
+		t.Errorf("audit verification: %s", v)
+	}
+	if tl := bget(t, ctx, "timeline", chromedp.Text(id("timeline"))); !strings.Contains(tl, "user:alice") {
+		t.Errorf("timeline: %s", tl)
+	}
+	shot(t, ctx, "12d-loop-instance")
+	checkA11y(t, ctx, "loop instance")
 
 	// Phone-sized screen.
 	bdo(t, ctx, "phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/forecast?sku=P&location=SHOP"),

@@ -1,14 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
+	"net/textproto"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/supplyplan/supplyplan"
 )
 
 // consoleClient is a browser-like client of the console: a cookie jar and no redirect following.
@@ -369,5 +377,189 @@ func TestConsolePlatformKeysAndWebhookEndpoints(t *testing.T) {
 	manager.signIn(s.Key("MANAGER"))
 	if r := manager.do("POST", "/webhooks", url.Values{"_csrf": {manager.csrf}, "url": {"https://example.com/2"}}, nil); r.Status != 403 {
 		t.Fatalf("manager creates an endpoint: %d", r.Status)
+	}
+}
+
+// upload posts a multipart form with one file part, as the imports screen's form does.
+func (cc *consoleClient) upload(path string, fields map[string]string, field, filename, contentType, content string) consoleResp {
+	cc.t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	for k, v := range fields {
+		if err := mw.WriteField(k, v); err != nil {
+			cc.t.Fatal(err)
+		}
+	}
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="`+field+`"; filename="`+filename+`"`)
+	h.Set("Content-Type", contentType)
+	w, err := mw.CreatePart(h)
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	_, _ = w.Write([]byte(content))
+	if err := mw.Close(); err != nil {
+		cc.t.Fatal(err)
+	}
+	req, err := http.NewRequest("POST", cc.base+path, &b)
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	res, err := cc.c.Do(req)
+	if err != nil {
+		cc.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return consoleResp{Status: res.StatusCode, Body: string(body), Header: res.Header}
+}
+
+// TestConsoleImportsCSVUpload uploads a CSV file on the imports screen: it is converted as the
+// API converts a text/csv body, checked against the import key as the API checks it, and its job
+// completes with the rows applied and the bad one rejected.
+func TestConsoleImportsCSVUpload(t *testing.T) {
+	s := MustStart(t, "")
+	s.SeedCatalog([]string{"P"}, []string{"STORE"})
+	cc := newConsoleClient(t, s)
+	if r := cc.signIn(s.Key("PLANNER")); r.Status != 303 {
+		t.Fatalf("sign-in: %d %s", r.Status, r.Body)
+	}
+	csvFile := "skuId,locationId,weekStarting,actualDemand\nP,STORE,2026-01-05,7\nP,STORE,2026-01-12,9.5\n,STORE,2026-01-19,3\n"
+	form := map[string]string{"_csrf": cc.csrf, "kind": "demand-history"}
+
+	// A role key is not an import key: refused as the API refuses it, nothing submitted.
+	form["importKey"] = s.Key("ADMIN")
+	if r := cc.upload("/imports", form, "file", "demand.csv", "text/csv", csvFile); r.Status != 400 || !strings.Contains(r.Body, "must be an import key of this organization") {
+		t.Fatalf("role key as import key: %d %s", r.Status, r.Body)
+	}
+	// A column the kind does not have: the API's message, naming the column.
+	form["importKey"] = s.Key("import")
+	if r := cc.upload("/imports", form, "file", "demand.csv", "text/csv", "skuId,colour\nP,red\n"); r.Status != 400 || !strings.Contains(r.Body, "is not a column of a demand-history import") {
+		t.Fatalf("unknown column: %d %s", r.Status, r.Body)
+	}
+	// Named .csv but sent as application/octet-stream (as some browsers do): still CSV.
+	r := cc.upload("/imports", form, "file", "demand.csv", "application/octet-stream", csvFile)
+	if r.Status != 303 || !strings.HasPrefix(r.Header.Get("Location"), "/imports/") {
+		t.Fatalf("CSV upload: %d %s", r.Status, r.Body)
+	}
+	jobID := strings.TrimPrefix(r.Header.Get("Location"), "/imports/")
+	job := s.WaitJob(s.Key("import"), jobID)
+	if str(job, "status") != "COMPLETED" || num(job, "rowCount") != 3 || num(job, "appliedCount") != 2 || num(job, "failedCount") != 1 {
+		t.Fatalf("job: %v", job)
+	}
+	page := cc.do("GET", "/imports/"+jobID, nil, nil)
+	if page.Status != 200 || !strings.Contains(page.Body, `data-status="COMPLETED"`) || !strings.Contains(page.Body, "3 of 3 rows processed") {
+		t.Fatalf("job page: %d %s", page.Status, page.Body)
+	}
+	hist := s.Do("GET", "/api/demand/history?skuId=P&locationId=STORE", s.Key("VIEWER"), nil).Must(t, 200)
+	if b, _ := json.Marshal(hist); !strings.Contains(string(b), "9.5") {
+		t.Fatalf("imported history: %v", hist)
+	}
+}
+
+// TestConsoleLoopInstances: an instance started and moved through the runtime's service is listed
+// on the loops screen of its organization (filters in the URL) and its page shows the audit
+// timeline and the verification of its hash chain; the screens are read-only.
+func TestConsoleLoopInstances(t *testing.T) {
+	s := startRuntime(t)
+	rtm := s.Main.System.LoopRuntime
+	org, ok := rtm.Organization("demo")
+	if !ok {
+		t.Fatal("no demo organization")
+	}
+	ctx := context.Background()
+	c := supplyplan.LoopRunCaller{OrgID: org.ID, Actor: supplyplan.LoopActor{Type: supplyplan.LoopActorUser, Sub: "user:alice"},
+		Roles: supplyplan.LoopRolesOf(false, true)}
+	res, err := rtm.StartInstance(ctx, c, supplyplan.LoopStartInput{Loop: "supplyplan/procurement", BusinessKey: "T-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Instance.ID
+	if _, err := rtm.Transition(ctx, c, id, supplyplan.LoopTransitionInput{Name: "submit", Roles: c.Roles}); err != nil {
+		t.Fatal(err)
+	}
+	lot, err := rtm.StartInstance(ctx, c, supplyplan.LoopStartInput{Loop: "supplyplan/quality", BusinessKey: "LOT-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 13 suspend/resume cycles: 27 events, a timeline of two pages.
+	for i := 0; i < 13; i++ {
+		for _, a := range []string{supplyplan.LoopActionSuspend, supplyplan.LoopActionResume} {
+			if _, err := rtm.Lifecycle(ctx, c, lot.Instance.ID, a, supplyplan.LoopLifecycleInput{Reason: fmt.Sprintf("%s %d", a, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	cc := newConsoleClient(t, s)
+	if r := cc.signIn(s.Key("VIEWER")); r.Status != 303 {
+		t.Fatalf("sign-in: %d %s", r.Status, r.Body)
+	}
+	all := cc.do("GET", "/loops/instances", nil, nil)
+	if all.Status != 200 || !strings.Contains(all.Body, id) || !strings.Contains(all.Body, "LOT-9") {
+		t.Fatalf("instances: %d %s", all.Status, all.Body)
+	}
+	// The filters live in the URL.
+	for _, q := range []string{"?businessKey=T-1", "?loop=supplyplan/procurement", "?status=RUNNING&businessKey=T-1"} {
+		r := cc.do("GET", "/loops/instances"+q, nil, nil)
+		if r.Status != 200 || !strings.Contains(r.Body, id) || strings.Contains(r.Body, "LOT-9") {
+			t.Fatalf("instances%s: %d %s", q, r.Status, r.Body)
+		}
+	}
+	if r := cc.do("GET", "/loops/instances?status=COMPLETED", nil, nil); r.Status != 200 || strings.Contains(r.Body, id) || !strings.Contains(r.Body, "No instance.") {
+		t.Fatalf("completed instances: %d %s", r.Status, r.Body)
+	}
+	if r := cc.do("GET", "/loops/instances?status=DONE", nil, nil); r.Status != 400 || !strings.Contains(r.Body, "status") {
+		t.Fatalf("bad status: %d %s", r.Status, r.Body)
+	}
+
+	page := cc.do("GET", "/loops/instances/"+id, nil, nil)
+	if page.Status != 200 || !strings.Contains(page.Body, `data-valid="true"`) || !strings.Contains(page.Body, "hash chain intact up to seq 2") {
+		t.Fatalf("instance page: %d %s", page.Status, page.Body)
+	}
+	timeline := page.Body[strings.Index(page.Body, `id="timeline"`):]
+	for _, want := range []string{"<td>1</td>", "<td>2</td>", "<td>draft</td>", "<td>submit</td>", "user user:alice"} {
+		if !strings.Contains(timeline, want) {
+			t.Fatalf("timeline lacks %q: %s", want, timeline)
+		}
+	}
+	if strings.Contains(page.Body, "<form method=\"post\"") && strings.Contains(page.Body, "/transitions") {
+		t.Fatal("the instance page offers a write")
+	}
+	// The timeline a page at a time: 25 events, then the events after seq 25.
+	first := cc.do("GET", "/loops/instances/"+lot.Instance.ID, nil, nil)
+	if first.Status != 200 || !strings.Contains(first.Body, "<td>25</td>") || strings.Contains(first.Body, "<td>26</td>") ||
+		!strings.Contains(first.Body, "hash chain intact up to seq 27") || !strings.Contains(first.Body, "?afterSeq=25") {
+		t.Fatalf("first timeline page: %d %s", first.Status, first.Body)
+	}
+	later := cc.do("GET", "/loops/instances/"+lot.Instance.ID+"?afterSeq=25", nil, nil)
+	if later.Status != 200 || !strings.Contains(later.Body, "<td>26</td>") || !strings.Contains(later.Body, "<td>27</td>") ||
+		strings.Contains(later.Body, "<td>25</td>") || !strings.Contains(later.Body, "resume 12") || strings.Contains(later.Body, "Later events") {
+		t.Fatalf("second timeline page: %d %s", later.Status, later.Body)
+	}
+	if r := cc.do("GET", "/loops/instances/nope", nil, nil); r.Status != 404 {
+		t.Fatalf("unknown instance: %d", r.Status)
+	}
+	// Another organization's session sees none of them.
+	o := s.Do("POST", "/api/platform/organizations", s.Key("platform"), map[string]any{"name": "Acme", "slug": "acme"}).Must(t, 201)
+	other := s.Do("POST", "/api/platform/organizations/"+str(o, "organization", "id")+"/api-keys", s.Key("platform"), map[string]any{"role": "ADMIN"}).Must(t, 201)["key"].(string)
+	oc := newConsoleClient(t, s)
+	if r := oc.signIn(other); r.Status != 303 {
+		t.Fatalf("other sign-in: %d %s", r.Status, r.Body)
+	}
+	if r := oc.do("GET", "/loops/instances", nil, nil); r.Status != 200 || strings.Contains(r.Body, id) || strings.Contains(r.Body, "LOT-9") {
+		t.Fatalf("other org's instances: %d %s", r.Status, r.Body)
+	}
+	if r := oc.do("GET", "/loops/instances/"+id, nil, nil); r.Status != 404 {
+		t.Fatalf("other org's instance: %d", r.Status)
+	}
+	// The platform key has no organization and no instances.
+	pc := newConsoleClient(t, s)
+	if r := pc.signIn(s.Key("platform")); r.Status != 303 {
+		t.Fatalf("platform sign-in: %d", r.Status)
+	}
+	if r := pc.do("GET", "/loops/instances", nil, nil); r.Status != 403 || strings.Contains(r.Body, id) {
+		t.Fatalf("platform on loop instances: %d %s", r.Status, r.Body)
 	}
 }
