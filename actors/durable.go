@@ -103,8 +103,11 @@ type durable[S State] struct {
 	bytesSince int // payload bytes journaled since the last snapshot
 	lastSnap   int // size of the last snapshot this actor took
 	snapping   bool
-	pid        *actor.PID
-	engine     *actor.Engine
+	// drains wait for the snapshot in flight: the final snapshot follows it (a snapshot saved after a
+	// newer one would replace it).
+	drains []drainMsg
+	pid    *actor.PID
+	engine *actor.Engine
 }
 
 // Receive handles one message. It never blocks on I/O: loading, journaling and snapshots report
@@ -179,6 +182,11 @@ func (d *durable[S]) Receive(c *actor.Context) {
 		}
 		if m.err != nil {
 			d.log.Error("snapshot failed", "stream", d.stream, "err", m.err)
+		}
+		drains := d.drains
+		d.drains = nil
+		for _, dm := range drains {
+			d.drain(dm)
 		}
 	case actor.Stopped:
 	}
@@ -493,7 +501,12 @@ func (d *durable[S]) snapshot(sync bool) {
 
 // drain answers once every earlier write is durable, taking a final snapshot on the way.
 func (d *durable[S]) drain(m drainMsg) {
-	if d.sinceSnap > 0 && !d.snapping {
+	if d.snapping {
+		// The snapshot in flight covers less than the state: wait for it, then take the final one.
+		d.drains = append(d.drains, m)
+		return
+	}
+	if d.sinceSnap > 0 {
 		d.snapshot(true)
 	}
 	d.journal.Barrier(d.stream, func(error) { close(m.done) })
