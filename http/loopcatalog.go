@@ -2,11 +2,9 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"runtime/debug"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -39,11 +37,12 @@ type LoopCatalogServices struct {
 // LoopCatalogServer is the loop catalog's HTTP service: published loop definitions, their
 // versions, dist-tags, lifecycle, blobs and the catalog's public keys (docs/loop-catalog-api.md).
 type LoopCatalogServer struct {
-	cfg    LoopCatalogConfig
-	svc    LoopCatalogServices
-	log    *slog.Logger
-	router *router
-	obs    observer
+	cfg      LoopCatalogConfig
+	svc      LoopCatalogServices
+	log      *slog.Logger
+	router   *router
+	obs      observer
+	dispatch dispatch
 	listener
 }
 
@@ -61,6 +60,7 @@ func NewLoopCatalogServer(cfg LoopCatalogConfig, svc LoopCatalogServices) *LoopC
 	s := &LoopCatalogServer{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
 	s.routes()
 	s.obs.init("loop-catalog", s.router, cfg.Metrics, cfg.AccessLog)
+	s.dispatch = dispatch{what: "loop catalog ", log: s.log, router: s.router, timeout: cfg.RequestTimeout}
 	s.listener = newListener("loop-catalog", cfg.Addr, "supplyplan-loop-catalog", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
@@ -111,40 +111,7 @@ func (s *LoopCatalogServer) handle(ctx *fasthttp.RequestCtx) {
 
 // serve routes and runs one request (see Server.serve).
 func (s *LoopCatalogServer) serve(ctx *fasthttp.RequestCtx, id []byte) (rt *route, org, code string) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("loop catalog handler panic", "requestId", string(id), "path", string(ctx.Path()), "panic", p, "stack", string(debug.Stack()))
-			ctx.ResetBody()
-			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
-			code = supplyplan.EINTERNAL
-		}
-	}()
-	// A request refused on its headers leaves its body unread on the connection: close it.
-	defer discardUnread(ctx)
-	rt, params, allow := s.router.matchRoute(ctx.Method(), ctx.Path())
-	if rt == nil {
-		if allow != "" {
-			ctx.Response.Header.Set("Allow", allow)
-			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
-			return nil, "", "METHOD_NOT_ALLOWED"
-		}
-		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
-		return nil, "", supplyplan.ENOTFOUND
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-	defer cancel()
-	r := &Request{Ctx: ctx, Context: rctx, params: params, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit}
-	defer func() { r.body.release() }()
-	err := rt.h(r)
-	org = r.Principal.OrgID
-	if err != nil {
-		code = supplyplan.ErrorCode(err)
-		if code == supplyplan.EINTERNAL {
-			s.log.Error("loop catalog request failed", "requestId", string(id), "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
-		}
-		writeError(ctx, err)
-	}
-	return rt, org, code
+	return s.dispatch.serve(ctx, id, &Request{budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit})
 }
 
 // authed resolves the caller from its bearer key (headers only: no body has been read): an

@@ -2,11 +2,9 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -40,11 +38,12 @@ type LoopRuntimeServices struct {
 // LoopRuntimeServer is the loop runtime's HTTP service: workflow instances, their transitions,
 // cancellations and audit, called with signed JWTs (docs/loop-runtime-api.md).
 type LoopRuntimeServer struct {
-	cfg    LoopRuntimeConfig
-	svc    LoopRuntimeServices
-	log    *slog.Logger
-	router *router
-	obs    observer
+	cfg      LoopRuntimeConfig
+	svc      LoopRuntimeServices
+	log      *slog.Logger
+	router   *router
+	obs      observer
+	dispatch dispatch
 	listener
 }
 
@@ -62,6 +61,7 @@ func NewLoopRuntimeServer(cfg LoopRuntimeConfig, svc LoopRuntimeServices) *LoopR
 	s := &LoopRuntimeServer{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
 	s.routes()
 	s.obs.init("loop-runtime", s.router, cfg.Metrics, cfg.AccessLog)
+	s.dispatch = dispatch{what: "loop runtime ", log: s.log, router: s.router, timeout: cfg.RequestTimeout, render: renderJWTError}
 	s.listener = newListener("loop-runtime", cfg.Addr, "supplyplan-loop-runtime", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
@@ -111,45 +111,16 @@ func (s *LoopRuntimeServer) handle(ctx *fasthttp.RequestCtx) {
 
 // serve routes and runs one request (see Server.serve); the handlers record id in the audit.
 func (s *LoopRuntimeServer) serve(ctx *fasthttp.RequestCtx, id []byte) (rt *route, org, code string) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("loop runtime handler panic", "requestId", string(id), "path", string(ctx.Path()), "panic", p, "stack", string(debug.Stack()))
-			ctx.ResetBody()
-			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
-			code = supplyplan.EINTERNAL
-		}
-	}()
-	defer discardUnread(ctx)
-	rt, params, allow := s.router.matchRoute(ctx.Method(), ctx.Path())
-	if rt == nil {
-		if allow != "" {
-			ctx.Response.Header.Set("Allow", allow)
-			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
-			return nil, "", "METHOD_NOT_ALLOWED"
-		}
-		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
-		return nil, "", supplyplan.ENOTFOUND
+	return s.dispatch.serve(ctx, id, &Request{budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit, requestID: id})
+}
+
+// renderJWTError answers a jwtauth failure with its challenge (the dispatch's render).
+func renderJWTError(ctx *fasthttp.RequestCtx, err error) (string, bool) {
+	var ae *jwtauth.Error
+	if errors.As(err, &ae) {
+		return writeJWTError(ctx, ae), true
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-	defer cancel()
-	r := &Request{Ctx: ctx, Context: rctx, params: params, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit,
-		requestID: id}
-	defer func() { r.body.release() }()
-	err := rt.h(r)
-	org = r.Principal.OrgID
-	if err != nil {
-		var ae *jwtauth.Error
-		if errors.As(err, &ae) {
-			code = writeJWTError(ctx, ae)
-			return rt, org, code
-		}
-		code = supplyplan.ErrorCode(err)
-		if code == supplyplan.EINTERNAL {
-			s.log.Error("loop runtime request failed", "requestId", string(id), "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
-		}
-		writeError(ctx, err)
-	}
-	return rt, org, code
+	return "", false
 }
 
 // realm is the WWW-Authenticate realm of the runtime.

@@ -6,7 +6,6 @@ package http
 import (
 	"context"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -85,7 +84,8 @@ type Server struct {
 	runningOn sync.WaitGroup
 	listener
 	// obs makes request ids, counts requests and writes the request log.
-	obs observer
+	obs      observer
+	dispatch dispatch
 }
 
 // Close stops the listener, waits for in-flight requests, then for keyed requests that run on
@@ -127,6 +127,7 @@ func NewServer(cfg Config, svc Services) *Server {
 	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
 	s.routes()
 	s.obs.init("api", s.router, cfg.Metrics, cfg.AccessLog)
+	s.dispatch = dispatch{what: "", log: s.log, router: s.router, timeout: cfg.RequestTimeout}
 	s.listener = newListener("api", cfg.Addr, "supplyplan", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
@@ -146,41 +147,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 // serve routes and runs one request; it returns the route (nil when none matched), the
 // organization of the caller once known, and the error code of an error answer.
 func (s *Server) serve(ctx *fasthttp.RequestCtx, id []byte) (rt *route, org, code string) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("handler panic", "requestId", string(id), "path", string(ctx.Path()), "panic", p, "stack", string(debug.Stack()))
-			ctx.ResetBody()
-			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
-			code = supplyplan.EINTERNAL
-		}
-	}()
-	// A request refused on its headers leaves its body unread on the connection: close it.
-	defer discardUnread(ctx)
-	rt, params, allow := s.router.matchRoute(ctx.Method(), ctx.Path())
-	if rt == nil {
-		if allow != "" {
-			ctx.Response.Header.Set("Allow", allow)
-			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
-			return nil, "", "METHOD_NOT_ALLOWED"
-		}
-		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
-		return nil, "", supplyplan.ENOTFOUND
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-	defer cancel()
-	r := &Request{Ctx: ctx, Context: rctx, params: params, server: s, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit}
-	defer func() { r.body.release() }()
-	err := rt.h(r)
-	org = r.Principal.OrgID
-	if err != nil {
-		code = supplyplan.ErrorCode(err)
-		if code == supplyplan.EINTERNAL {
-			s.log.Error("request failed", "requestId", string(id), "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
-		}
-		writeError(ctx, err)
-	}
-	r.rate.writeHeaders(&ctx.Response.Header)
-	return rt, org, code
+	return s.dispatch.serve(ctx, id, &Request{server: s, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit})
 }
 
 func (s *Server) now() time.Time {

@@ -1,0 +1,71 @@
+package http
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/supplyplan/supplyplan"
+)
+
+// dispatch runs one routed request of a listener (the API, the loop catalog, the loop runtime):
+// a panic answers 500, an unmatched path 404 or 405, the handler runs under the request timeout,
+// and its error is answered in the one error shape (or by render first). The listener builds the
+// Request with its own limits; dispatch fills in the connection, the context and the parameters.
+type dispatch struct {
+	what    string // prefix of the log messages ("loop runtime "; "" for the API)
+	log     *slog.Logger
+	router  *router
+	timeout time.Duration
+	// render answers an error the listener renders itself (the runtime's JWT failures) and returns
+	// its code; ok false leaves it to the one error shape.
+	render func(ctx *fasthttp.RequestCtx, err error) (code string, ok bool)
+}
+
+// serve returns the route (nil when none matched), the caller's organization once known and the
+// error code of an error answer, for the request log and the metrics.
+func (d *dispatch) serve(ctx *fasthttp.RequestCtx, id []byte, r *Request) (rt *route, org, code string) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.log.Error(d.what+"handler panic", "requestId", string(id), "path", string(ctx.Path()), "panic", p, "stack", string(debug.Stack()))
+			ctx.ResetBody()
+			writeError(ctx, supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error"))
+			code = supplyplan.EINTERNAL
+		}
+	}()
+	// A request refused on its headers leaves its body unread on the connection: close it.
+	defer discardUnread(ctx)
+	rt, params, allow := d.router.matchRoute(ctx.Method(), ctx.Path())
+	if rt == nil {
+		if allow != "" {
+			ctx.Response.Header.Set("Allow", allow)
+			writeErrorStatus(ctx, fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed", nil)
+			return nil, "", "METHOD_NOT_ALLOWED"
+		}
+		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
+		return nil, "", supplyplan.ENOTFOUND
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	r.Ctx, r.Context, r.params = ctx, rctx, params
+	defer func() { r.body.release() }()
+	err := rt.h(r)
+	org = r.Principal.OrgID
+	if err != nil {
+		if d.render != nil {
+			if c, ok := d.render(ctx, err); ok {
+				return rt, org, c
+			}
+		}
+		code = supplyplan.ErrorCode(err)
+		if code == supplyplan.EINTERNAL {
+			d.log.Error(d.what+"request failed", "requestId", string(id), "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+		}
+		writeError(ctx, err)
+	}
+	r.rate.writeHeaders(&ctx.Response.Header)
+	return rt, org, code
+}
