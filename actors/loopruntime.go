@@ -295,15 +295,7 @@ func (s *LoopRuntime) applyEffects(ctx context.Context, org string, effs []suppl
 
 // Organization resolves an organization id or slug.
 func (s *LoopRuntime) Organization(ref string) (supplyplan.Organization, bool) {
-	ix := s.core.index.Load()
-	if o, ok := ix.orgs[ref]; ok {
-		return o, true
-	}
-	if id, ok := ix.mcp.bySlug[ref]; ok {
-		o, ok := ix.orgs[id]
-		return o, ok
-	}
-	return supplyplan.Organization{}, false
+	return s.core.organizationByRef(ref)
 }
 
 // resolve finds the definition a start names: by digest, exact version, range or the latest.

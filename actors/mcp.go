@@ -41,15 +41,7 @@ func (s *MCP) AuthenticateTool(secret string) (supplyplan.APIKey, bool) {
 
 // OrganizationByRef finds an organization by id or slug.
 func (s *MCP) OrganizationByRef(ref string) (supplyplan.Organization, bool) {
-	ix := s.core.index.Load()
-	if o, ok := ix.orgs[ref]; ok {
-		return o, true
-	}
-	if id, ok := ix.mcp.bySlug[ref]; ok {
-		o, ok := ix.orgs[id]
-		return o, ok
-	}
-	return supplyplan.Organization{}, false
+	return s.core.organizationByRef(ref)
 }
 
 // MerchantProfile returns an organization's merchant profile.
@@ -215,4 +207,18 @@ func (s *MCP) ListToolAudits(ctx context.Context, orgID string) ([]supplyplan.To
 	return tenantTx(ctx, s.core, orgID, func(st *supplyplan.TenantState) ([]supplyplan.ToolAudit, []supplyplan.Record, error) {
 		return slices.Clone(st.ListToolAudits()), nil, nil
 	})
+}
+
+// organizationByRef finds an organization by id or slug (the MCP registry and the loop runtime
+// accept both).
+func (c *Core) organizationByRef(ref string) (supplyplan.Organization, bool) {
+	ix := c.index.Load()
+	if o, ok := ix.orgs[ref]; ok {
+		return o, true
+	}
+	if id, ok := ix.mcp.bySlug[ref]; ok {
+		o, ok := ix.orgs[id]
+		return o, ok
+	}
+	return supplyplan.Organization{}, false
 }
