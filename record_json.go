@@ -31,7 +31,7 @@ func encodeRecordsFast(recs []Record) ([]byte, error) {
 	b := make([]byte, 0, encodedSizeHint(recs))
 	b = append(b, '[')
 	for i, r := range recs {
-		if cap(b)-len(b) < 4096 { // grow by doubling (append grows large slices by a quarter)
+		if cap(b)-len(b) < 4096 && cap(b) >= 16<<10 { // grow by doubling (append grows large slices by a quarter)
 			b = slices.Grow(b, cap(b))
 		}
 		if i > 0 {
@@ -52,6 +52,14 @@ func encodeRecordsFast(recs []Record) ([]byte, error) {
 				}
 			}
 			b = b[:mark]
+		}
+		if r.Del && r.Value == nil { // a deletion: what encoding/json writes for it
+			b = append(b, `{"k":`...)
+			b, _ = appendJSONString(b, r.Kind)
+			b = append(b, `,"i":`...)
+			b, _ = appendJSONString(b, r.ID)
+			b = append(b, `,"d":true}`...)
+			continue
 		}
 		v, err := json.Marshal(r)
 		if err != nil {
