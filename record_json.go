@@ -10,13 +10,14 @@ import (
 )
 
 // Hand-written JSON encodings of the record values written once per order line (orders,
-// reservations, allocations and their events): an orders import with allocation journals about a
-// kilobyte of them per line, and encoding/json's reflection over them was the largest cost of the
-// tenant's actor in that write. Each writes exactly the bytes encoding/json writes for the value
+// reservations, allocations and their events) and once per event write (the event and its
+// change-history entry): an orders import with allocation journals about a kilobyte of them per
+// line, and encoding/json's reflection over them was the largest cost of the tenant's actor in
+// those writes. Each writes exactly the bytes encoding/json writes for the value
 // (record_json_test.go checks it on random values); anything they do not handle the way
-// encoding/json does (a string that needs escaping, a number that is not finite, a time outside
-// the years 0 to 9999, event data of another type) makes them report false, and EncodeRecords
-// encodes that record with encoding/json instead.
+// encoding/json does (a number that is not finite, a time outside the years 0 to 9999, event data
+// of another type) makes them report false, and EncodeRecords encodes that record with
+// encoding/json instead. AppendJSON offers them to the response and snapshot encoders.
 
 // jsonAppender is a record value with a hand-written encoding: appendJSON appends the value's
 // JSON to b, or reports false when it cannot (the caller then uses encoding/json).
@@ -30,7 +31,7 @@ func encodeRecordsFast(recs []Record) ([]byte, error) {
 	b := make([]byte, 0, encodedSizeHint(recs))
 	b = append(b, '[')
 	for i, r := range recs {
-		if cap(b)-len(b) < 4096 { // grow by doubling (append grows large slices by a quarter)
+		if cap(b)-len(b) < 4096 && cap(b) >= 16<<10 { // grow by doubling (append grows large slices by a quarter)
 			b = slices.Grow(b, cap(b))
 		}
 		if i > 0 {
@@ -51,6 +52,14 @@ func encodeRecordsFast(recs []Record) ([]byte, error) {
 				}
 			}
 			b = b[:mark]
+		}
+		if r.Del && r.Value == nil { // a deletion: what encoding/json writes for it
+			b = append(b, `{"k":`...)
+			b, _ = appendJSONString(b, r.Kind)
+			b = append(b, `,"i":`...)
+			b, _ = appendJSONString(b, r.ID)
+			b = append(b, `,"d":true}`...)
+			continue
 		}
 		v, err := json.Marshal(r)
 		if err != nil {
@@ -84,6 +93,13 @@ func encodedSizeHint(recs []Record) int {
 					n += 120 + 110*len(l.Allocations)
 				}
 			}
+		case *ExternalEvent:
+			n += 420
+		case *ChangeEntry:
+			n += 300
+			if v != nil && v.Pending != nil {
+				n += 840
+			}
 		case *Order:
 			n += 200
 			if v != nil {
@@ -96,17 +112,58 @@ func encodedSizeHint(recs []Record) int {
 	return n
 }
 
-// appendJSONString appends s quoted when it needs no escaping under encoding/json's rules
-// (printable ASCII without '"', '\\', '<', '>', '&'); false otherwise.
+// appendJSONString appends s quoted and escaped exactly as encoding/json does (HTML characters
+// escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped). It always succeeds; the
+// bool keeps the shape of the other appenders.
 func appendJSONString(b []byte, s string) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return b, false
-		}
-	}
+	const hex = "0123456789abcdef"
 	b = append(b, '"')
-	b = append(b, s...)
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
 	return append(b, '"'), true
 }
 
@@ -478,6 +535,205 @@ func (e *DomainEvent) appendJSON(b []byte) ([]byte, bool) {
 		w.raw("}")
 	default:
 		return b, false
+	}
+	w.raw("}")
+	return w.b, w.ok
+}
+
+// AppendJSON appends v's JSON as json.Marshal writes it when v (or a pointer to it) has a
+// hand-written encoding, and reports whether it did; on false b is returned unchanged and the
+// caller encodes v with encoding/json.
+func AppendJSON(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case jsonAppender:
+		if out, ok := v.appendJSON(b); ok {
+			return out, true
+		}
+	case ExternalEvent:
+		if out, ok := v.appendJSON(b); ok {
+			return out, true
+		}
+	case ChangeEntry:
+		if out, ok := v.appendJSON(b); ok {
+			return out, true
+		}
+	}
+	return b, false
+}
+
+// quantity writes a *Quantity as its MarshalJSON does (null when nil).
+func (w *jsonWriter) quantity(q *Quantity) {
+	if q == nil {
+		w.raw("null")
+		return
+	}
+	v := RoundQuantity(float64(*q))
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		w.ok = false
+		return
+	}
+	w.b = strconv.AppendFloat(w.b, v, 'f', -1, 64)
+}
+
+func (e *ExternalEvent) appendJSON(b []byte) ([]byte, bool) {
+	if e == nil {
+		return append(b, "null"...), true
+	}
+	w := jsonWriter{b: b, ok: true}
+	w.raw(`{"id":`)
+	w.str(e.ID)
+	w.raw(`,"name":`)
+	w.str(e.Name)
+	w.raw(`,"type":`)
+	w.str(string(e.Type))
+	w.raw(`,"startsAt":`)
+	w.time(e.StartsAt)
+	w.raw(`,"endsAt":`)
+	w.time(e.EndsAt)
+	if v := e.Value; v != nil {
+		w.raw(`,"value":`)
+		sep := `{`
+		field := func(name string) {
+			w.raw(sep)
+			w.raw(name)
+			sep = `,`
+		}
+		if v.LiftPct != nil {
+			field(`"liftPct":`)
+			w.num(*v.LiftPct)
+		}
+		if v.StackingMode != "" {
+			field(`"stackingMode":`)
+			w.str(string(v.StackingMode))
+		}
+		if v.Description != "" {
+			field(`"description":`)
+			w.str(v.Description)
+		}
+		if v.PriceChangePct != nil {
+			field(`"priceChangePct":`)
+			w.num(*v.PriceChangePct)
+		}
+		if v.Mechanic != "" {
+			field(`"mechanic":`)
+			w.str(v.Mechanic)
+		}
+		if v.Intensity != nil {
+			field(`"intensity":`)
+			w.num(*v.Intensity)
+		}
+		if sep == `{` {
+			w.raw("{")
+		}
+		w.raw("}")
+	}
+	w.raw(`,"isGlobal":`)
+	w.bool(e.IsGlobal)
+	w.raw(`,"isOrgWide":`)
+	w.bool(e.IsOrgWide)
+	if e.ProductMasterID != "" {
+		w.raw(`,"productMasterId":`)
+		w.str(e.ProductMasterID)
+	}
+	if e.LocationID != "" {
+		w.raw(`,"locationId":`)
+		w.str(e.LocationID)
+	}
+	if p := e.ProductMaster; p != nil {
+		w.raw(`,"productMaster":{"id":`)
+		w.str(p.ID)
+		w.raw(`,"name":`)
+		w.str(p.Name)
+		w.raw(`,"sku":`)
+		w.str(p.SKU)
+		w.raw("}")
+	}
+	if l := e.Location; l != nil {
+		w.raw(`,"location":{"id":`)
+		w.str(l.ID)
+		w.raw(`,"name":`)
+		w.str(l.Name)
+		if l.Code != "" {
+			w.raw(`,"code":`)
+			w.str(l.Code)
+		}
+		w.raw("}")
+	}
+	w.raw(`,"createdAt":`)
+	w.time(e.CreatedAt)
+	w.raw(`,"updatedAt":`)
+	w.time(e.UpdatedAt)
+	w.raw("}")
+	return w.b, w.ok
+}
+
+func (c *ChangeEntry) appendJSON(b []byte) ([]byte, bool) {
+	if c == nil {
+		return append(b, "null"...), true
+	}
+	w := jsonWriter{b: b, ok: true}
+	w.raw(`{"id":`)
+	w.str(c.ID)
+	w.raw(`,"changeType":`)
+	w.str(c.ChangeType)
+	if c.ScenarioID != "" {
+		w.raw(`,"scenarioId":`)
+		w.str(c.ScenarioID)
+	}
+	if c.EventID != "" {
+		w.raw(`,"eventId":`)
+		w.str(c.EventID)
+	}
+	if c.ProductMasterID != "" {
+		w.raw(`,"productMasterId":`)
+		w.str(c.ProductMasterID)
+	}
+	if c.LocationID != "" {
+		w.raw(`,"locationId":`)
+		w.str(c.LocationID)
+	}
+	w.raw(`,"actor":`)
+	w.str(c.Actor)
+	w.raw(`,"previousTotal":`)
+	w.quantity(c.PreviousTotal)
+	w.raw(`,"newTotal":`)
+	w.quantity(c.NewTotal)
+	w.raw(`,"delta":`)
+	w.quantity(c.Delta)
+	if c.HorizonWeeks != 0 {
+		w.raw(`,"horizonWeeks":`)
+		w.int(int64(c.HorizonWeeks))
+	}
+	if c.SeriesCount != 0 {
+		w.raw(`,"seriesCount":`)
+		w.int(int64(c.SeriesCount))
+	}
+	w.raw(`,"reason":`)
+	w.str(c.Reason)
+	w.raw(`,"createdAt":`)
+	w.time(c.CreatedAt)
+	if c.EffectStatus != "" {
+		w.raw(`,"effectStatus":`)
+		w.str(c.EffectStatus)
+	}
+	if c.UpdatedAt != nil {
+		w.raw(`,"updatedAt":`)
+		w.time(*c.UpdatedAt)
+	}
+	if p := c.Pending; p != nil {
+		w.raw(`,"pending":{`)
+		if p.Old != nil && w.ok {
+			w.raw(`"old":`)
+			w.b, w.ok = p.Old.appendJSON(w.b)
+		}
+		if p.New != nil && w.ok {
+			if p.Old != nil {
+				w.raw(",")
+			}
+			w.raw(`"new":`)
+			w.b, w.ok = p.New.appendJSON(w.b)
+		}
+		w.raw("}")
 	}
 	w.raw("}")
 	return w.b, w.ok

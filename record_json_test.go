@@ -16,7 +16,7 @@ import (
 func TestEncodeRecordsSameBytes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	strs := []string{"", "a", "res_01ABC", "O-12/3", `quo"te`, `back\slash`, "<tag>", "a&b", "tab\there", "nul\x00", "é", "\u2028", "\xff\xfe",
-		"spaces and: punctuation,;[]{}", "line\nbreak"}
+		"spaces and: punctuation,;[]{}", "line\nbreak", "bs\bff\fcr\r\x1f\u2029", "x\xc3"}
 	str := func() string { return strs[rng.IntN(len(strs))] }
 	nums := []float64{0, 1, -1, 2.5, 1e-7, -1e-7, 1e21, 1.5e22, 1e20, 0.1 + 0.2, 123456789.125, math.Copysign(0, -1), 1e-6, 5e-324,
 		math.MaxFloat64, 3}
@@ -92,12 +92,52 @@ func TestEncodeRecordsSameBytes(t *testing.T) {
 		case 2:
 			ev.Data = map[string]any{"jobId": str(), "n": num()}
 		}
-		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil)}
+		fp := func() *float64 {
+			if rng.IntN(2) == 0 {
+				return nil
+			}
+			v := num()
+			return &v
+		}
+		event := func() *ExternalEvent {
+			e := &ExternalEvent{ID: str(), Name: str(), Type: EventType(str()), StartsAt: tm(), EndsAt: tm(), IsGlobal: rng.IntN(2) == 0,
+				IsOrgWide: rng.IntN(2) == 0, ProductMasterID: str(), LocationID: str(), CreatedAt: tm(), UpdatedAt: tm()}
+			if rng.IntN(3) > 0 {
+				e.Value = &EventValue{LiftPct: fp(), StackingMode: StackingMode(str()), Description: str(), PriceChangePct: fp(), Mechanic: str(),
+					Intensity: fp()}
+			}
+			if rng.IntN(2) == 0 {
+				e.ProductMaster = &ProductRef{ID: str(), Name: str(), SKU: str()}
+			}
+			if rng.IntN(2) == 0 {
+				e.Location = &LocationRef{ID: str(), Name: str(), Code: str()}
+			}
+			return e
+		}
+		qp := func() *Quantity {
+			if rng.IntN(3) == 0 {
+				return nil
+			}
+			v := Quantity([]float64{num(), 12.345, -0.004, math.NaN(), 1e300}[rng.IntN(5)])
+			return &v
+		}
+		ch := &ChangeEntry{ID: str(), ChangeType: str(), ScenarioID: str(), EventID: str(), ProductMasterID: str(), LocationID: str(), Actor: str(),
+			PreviousTotal: qp(), NewTotal: qp(), Delta: qp(), HorizonWeeks: rng.IntN(3), SeriesCount: rng.IntN(3) - 1, Reason: str(),
+			CreatedAt: tm(), EffectStatus: str(), UpdatedAt: tp()}
+		switch rng.IntN(4) {
+		case 1:
+			ch.Pending = &PendingEffect{}
+		case 2:
+			ch.Pending = &PendingEffect{New: event()}
+		case 3:
+			ch.Pending = &PendingEffect{Old: event(), New: event()}
+		}
+		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch}
 	}
 	for i := range 3000 {
 		var recs []Record
 		for j, v := range values() {
-			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation}[j], str(), v))
+			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation, KindEvent, KindForecastChange}[j], str(), v))
 		}
 		recs = append(recs, Del(KindOrder, str()))
 		rng.Shuffle(len(recs), func(a, b int) { recs[a], recs[b] = recs[b], recs[a] })
@@ -106,6 +146,43 @@ func TestEncodeRecordsSameBytes(t *testing.T) {
 		got, gotErr := EncodeRecords(recs)
 		if (wantErr == nil) != (gotErr == nil) || !bytes.Equal(got, want) {
 			t.Fatalf("case %d:\nencoding/json %s (%v)\nEncodeRecords %s (%v)", i, want, wantErr, got, gotErr)
+		}
+		// AppendJSON (responses, snapshots) writes the same bytes for the values it takes, pointers
+		// or not, after what the buffer holds.
+		for _, r := range recs {
+			vs := []any{r.Value}
+			switch v := r.Value.(type) {
+			case *ExternalEvent:
+				vs = append(vs, *v)
+			case *ChangeEntry:
+				vs = append(vs, *v)
+			}
+			for _, v := range vs {
+				want, wantErr := json.Marshal(v)
+				got, ok := AppendJSON([]byte("x"), v)
+				if ok && (wantErr != nil || !bytes.Equal(got[1:], want)) || string(got[:1]) != "x" || !ok && len(got) != 1 {
+					t.Fatalf("case %d, AppendJSON(%T):\nencoding/json %s (%v)\nAppendJSON    %s (%v)", i, v, want, wantErr, got, ok)
+				}
+			}
+		}
+	}
+}
+
+// TestAppendJSONTakesEventWrites: the records of an event write and its response take the
+// hand-written path (a fallback would still be correct, but slow).
+func TestAppendJSONTakesEventWrites(t *testing.T) {
+	lift := 0.25
+	e := ExternalEvent{ID: "evt_1", Name: `Promo "spring" <2027>`, Type: "PROMOTION", StartsAt: allocT0, EndsAt: allocT0.AddDate(0, 0, 7),
+		Value: &EventValue{LiftPct: &lift, StackingMode: "MULTIPLICATIVE"}, ProductMasterID: "prd_1", CreatedAt: allocT0, UpdatedAt: allocT0,
+		ProductMaster: &ProductRef{ID: "prd_1", Name: "Cola é", SKU: "sku-1"}}
+	zero := Quantity(0)
+	c := ChangeEntry{ID: "chg_1", ChangeType: ChangeEventCreated, EventID: e.ID, Actor: "key:planner", Delta: &zero, HorizonWeeks: 12,
+		Reason: `event "Promo" (PROMOTION) created`, CreatedAt: allocT0, EffectStatus: EffectPending, Pending: &PendingEffect{New: &e}}
+	for _, v := range []any{e, &e, c, &c} {
+		got, ok := AppendJSON(nil, v)
+		want, err := json.Marshal(v)
+		if err != nil || !ok || !bytes.Equal(got, want) {
+			t.Errorf("AppendJSON(%T) = %s, %v; want %s (%v)", v, got, ok, want, err)
 		}
 	}
 }

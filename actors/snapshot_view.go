@@ -167,7 +167,13 @@ func encodeSnapshot(view any, entries []*supplyplan.IdempotencyEntry, sizeHint i
 				return nil, true, err
 			}
 			buf.WriteByte(':')
-			if err := enc.Encode(it.Value().Interface()); err != nil {
+			val := it.Value().Interface()
+			// Values with a hand-written encoding (events, change-history entries) skip reflection.
+			if b, ok := supplyplan.AppendJSON(buf.AvailableBuffer(), val); ok {
+				buf.Write(b)
+				continue
+			}
+			if err := enc.Encode(val); err != nil {
 				return nil, true, err
 			}
 		}

@@ -30,6 +30,7 @@ func TestSnapshotViewOfTenantState(t *testing.T) {
 		apply(supplyplan.Put(supplyplan.KindProduct, id, &supplyplan.Product{ID: id, SKU: "sku-" + id, Name: "Product " + id}))
 		ev := supplyplan.ExternalEvent{ID: fmt.Sprintf("evt_%d", i), Name: "Promo", Type: "PROMOTION", StartsAt: now, EndsAt: now.AddDate(0, 0, 7)}
 		apply(supplyplan.Put(supplyplan.KindEvent, ev.ID, &ev))
+		apply(st.EventChange(supplyplan.ChangeEventCreated, "key:\"planner\"", nil, &ev, now)...)
 	}
 	view, ok := snapshotView(st)
 	if !ok {

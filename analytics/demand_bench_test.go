@@ -92,6 +92,46 @@ func BenchmarkEmbeddedUpsertWeeks(b *testing.B) {
 	}
 }
 
+// weekMajorData is the benchrun import section's rows: 5,000 products x 4 locations x 50 weeks, one
+// week of every series after the other, in batches of 50,000 rows: each batch brings every series
+// two or three weeks, so the series grow batch by batch.
+var weekMajorData = sync.OnceValue(func() [][]supplyplan.DemandRow {
+	const products, locations, weeks, batch = 5000, 4, 50, 50_000
+	rows := make([]supplyplan.DemandRow, 0, products*locations*weeks)
+	for i := range products * locations * weeks {
+		p, l, w := i%products, (i/products)%locations, i/(products*locations)
+		v := float64(10 + i%37)
+		rows = append(rows, supplyplan.DemandRow{SKU: fmt.Sprintf("P%05d", p), Location: fmt.Sprintf("L%d", l), Channel: supplyplan.ChannelAll,
+			Week: storetest.Week(w + 1), Actual: v, Forecasted: v})
+	}
+	var batches [][]supplyplan.DemandRow
+	for i := 0; i < len(rows); i += batch {
+		batches = append(batches, rows[i:min(i+batch, len(rows))])
+	}
+	return batches
+})
+
+// BenchmarkEmbeddedUpsertWeekMajor imports 1,000,000 rows in week order (weekMajorData), as the
+// benchrun import section does: the series grow batch by batch.
+func BenchmarkEmbeddedUpsertWeekMajor(b *testing.B) {
+	batches := weekMajorData()
+	ctx := context.Background()
+	b.ReportAllocs()
+	var rows int
+	for b.Loop() {
+		b.StopTimer()
+		s := MustOpenEmbedded(b, analytics.EmbeddedConfig{Dir: filepath.Join(b.TempDir(), "demand")})
+		b.StartTimer()
+		for _, batch := range batches {
+			if err := s.UpsertWeeks(ctx, "org", batch); err != nil {
+				b.Fatal(err)
+			}
+			rows += len(batch)
+		}
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}
+
 // BenchmarkEmbeddedReadAll reads every series of a tenant of 50,000 series x 156 weeks, as the
 // forecast engine does: Keys, then SeriesBatch over all of them.
 func BenchmarkEmbeddedReadAll(b *testing.B) {

@@ -240,6 +240,71 @@ func (s *series) appendInPlace(c *cellv, frozen bool) bool {
 	return true
 }
 
+// insertInPlace puts c, a week missing before the last, at slot i (its place in week order) when
+// the series keeps week offsets, has room and c fits the widths: the cells from i move up one
+// slot, column by column. Weeks of one series arrive out of order when import jobs run side by
+// side; re-laying the series out for each was most of such an import's CPU.
+func (s *series) insertInPlace(i int, c *cellv, frozen bool) bool {
+	n := int(s.n)
+	if s.wOff == 0 || s.stock || n == 0 || n >= int(s.cap) || c.day < s.day0 || !s.fits(c) {
+		return false
+	}
+	delta := int64(c.day) - int64(s.day0)
+	if s.wOff == 2 && delta > math.MaxUint16 {
+		return false
+	}
+	if frozen { // a snapshot may be reading the slots that move
+		s.data = slices.Clone(s.data)
+	}
+	act, fc, sig, _ := s.columns()
+	shift := func(at, w int) {
+		copy(s.data[at+(i+1)*w:at+(n+1)*w], s.data[at+i*w:at+n*w])
+	}
+	shift(0, int(s.wOff))
+	shift(act, int(s.wAct))
+	shift(fc, fcWidth(s.wFc))
+	shift(sig, int(s.wSig))
+	switch s.wOff {
+	case 2:
+		binary.LittleEndian.PutUint16(s.data[2*i:], uint16(delta))
+	case 4:
+		binary.LittleEndian.PutUint32(s.data[4*i:], uint32(delta))
+	}
+	s.write(i, c)
+	s.n++
+	return true
+}
+
+// grow moves the cells into new data with room for extra more, column by column at the same
+// widths (new data: a snapshot may still be reading the old); false when the series is at
+// maxCells.
+func (s *series) grow(extra int) bool {
+	n := int(s.n)
+	newCap := min(n+extra, maxCells)
+	if newCap <= int(s.cap) {
+		return false
+	}
+	oAct, oFc, oSig, oStk := s.columns()
+	old := s.data
+	s.cap = uint16(newCap)
+	act, fc, sig, stk := s.columns()
+	size := stk
+	if s.stock {
+		size += (newCap + 7) / 8
+	}
+	data := make([]byte, size)
+	wOff, wAct, wFc, wSig := n*int(s.wOff), n*int(s.wAct), n*fcWidth(s.wFc), n*int(s.wSig)
+	copy(data[:wOff], old[:wOff])
+	copy(data[act:act+wAct], old[oAct:oAct+wAct])
+	copy(data[fc:fc+wFc], old[oFc:oFc+wFc])
+	copy(data[sig:sig+wSig], old[oSig:oSig+wSig])
+	if s.stock {
+		copy(data[stk:], old[oStk:oStk+(n+7)/8])
+	}
+	s.data = data
+	return true
+}
+
 // layout stores cells (sorted by day, distinct) with room for spare more, each column as narrow as
 // the cells allow. It always allocates new data: a snapshot may still be reading the old.
 func (s *series) layout(cells []cellv, spare int) {
@@ -429,25 +494,44 @@ func (t *tenant) seriesFor(key supplyplan.DemandKey) int32 {
 
 // upsert sets the imported values of cells (sorted by nothing: the last of a day wins), keeping
 // their signals.
+//
+// Cells after the last one and weeks already present are written in place, one by one, while they
+// fit the column widths; a full series grows by copying its columns (grow) rather than by decoding
+// and encoding every cell. Only what remains re-lays the series out. An import in week order
+// brings each series one week after the other: re-laying it out cell by cell at each growth was
+// most of an embedded import's CPU.
 func (t *tenant) upsert(si int32, run []cellv) {
 	s := t.mut(si)
-	if len(run) == 1 && s.n > 0 {
-		c := run[0]
+	inPlace := 0
+	for ; inPlace < len(run) && s.n > 0; inPlace++ {
+		c := run[inPlace]
 		if last := s.day(int(s.n) - 1); c.day > last {
-			if s.appendInPlace(&c, t.frozen) {
-				return
+			if !s.appendInPlace(&c, t.frozen) &&
+				!(s.n == s.cap && s.fits(&c) && s.grow(spare(int(s.n)+1)) && s.appendInPlace(&c, false)) {
+				break
 			}
 		} else if i := s.search(c.day); i < int(s.n) && s.day(i) == c.day {
 			cur := s.cell(i)
 			cur.actual, cur.forecast, cur.stockout = c.actual, c.forecast, c.stockout
-			if s.setInPlace(i, &cur, t.frozen) {
-				return
+			if !s.setInPlace(i, &cur, t.frozen) {
+				break
 			}
+		} else if !s.insertInPlace(i, &c, t.frozen) {
+			break
 		}
+	}
+	if inPlace == len(run) {
+		if n := int(s.n); s.wOff != 0 && int64(s.day(n-1))-int64(s.day0) == 7*int64(n-1) {
+			// The missing weeks came in: consecutive again, the offsets column goes.
+			cells := s.decode(t.scratch[:0])
+			s.layout(cells, int(s.cap)-n)
+			t.scratch = cells[:0]
+		}
+		return
 	}
 	grew := s.n > 0
 	cells := s.decode(t.scratch[:0])
-	for _, c := range run {
+	for _, c := range run[inPlace:] {
 		n := len(cells)
 		if n == 0 || cells[n-1].day < c.day { // imports usually arrive in week order
 			cells = append(cells, c)

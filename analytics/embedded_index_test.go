@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -284,6 +285,49 @@ func TestIndexBytesPerWeek(t *testing.T) {
 	}
 	if s := tn.at(si); int(s.cap) > weeks+weeks/8+2 || s.n != weeks {
 		t.Fatalf("a series written a week at a time: %d cells in %d slots", s.n, s.cap)
+	}
+}
+
+// An import in week order whose chunks land out of order (jobs side by side) writes its weeks in
+// place (insertInPlace, grow), reads back every week, and ends, once no week is missing, without
+// week offsets: about a byte a week plus the spare room.
+func TestIndexWeeksOutOfOrder(t *testing.T) {
+	tn := newTenant()
+	base := weekDay(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	const series, weeks, perChunk = 200, 50, 3
+	var chunks [][2]int // [first week, last week+1]
+	for w := 0; w < weeks; w += perChunk {
+		chunks = append(chunks, [2]int{w, min(w+perChunk, weeks)})
+	}
+	for i := 0; i+1 < len(chunks); i += 3 { // every third pair lands the later chunk first
+		chunks[i], chunks[i+1] = chunks[i+1], chunks[i]
+	}
+	val := func(k, w int) float64 { return float64(1 + (k*7+w)%200) }
+	for _, ch := range chunks {
+		for w := ch[0]; w < ch[1]; w++ {
+			for k := 0; k < series; k++ {
+				si := tn.seriesFor(supplyplan.DemandKey{SKU: fmt.Sprintf("P%03d", k), Location: "L", Channel: "ALL"})
+				tn.upsert(si, []cellv{{day: base + 7*int32(w), actual: val(k, w), forecast: val(k, w)}})
+			}
+		}
+	}
+	for k := 0; k < series; k++ {
+		key := supplyplan.DemandKey{SKU: fmt.Sprintf("P%03d", k), Location: "L", Channel: "ALL"}
+		got := tn.read(key, math.MinInt32, math.MaxInt32)
+		if len(got) != weeks {
+			t.Fatalf("series %d: %d weeks, want %d", k, len(got), weeks)
+		}
+		for w, v := range got {
+			if v.Actual != val(k, w) || !v.Week.Equal(dayTime(base+7*int32(w))) {
+				t.Fatalf("series %d week %d: %+v, want %v on %v", k, w, v, val(k, w), dayTime(base+7*int32(w)))
+			}
+		}
+		if s := tn.at(tn.lookup(key)); s.wOff != 0 {
+			t.Fatalf("series %d keeps week offsets (%d bytes a week) with no week missing", k, s.wOff)
+		}
+	}
+	if _, data, slack := tn.memory(); float64(data-slack)/(series*weeks) > 1.1 {
+		t.Fatalf("%.2f bytes a week besides the spare room, want about 1", float64(data-slack)/(series*weeks))
 	}
 }
 

@@ -70,21 +70,30 @@ func (r *Request) JSON(status int, v any) error {
 			responseEncoders.Put(e)
 		}
 	}()
+	r.Ctx.SetStatusCode(status)
+	r.Ctx.SetContentType("application/json")
+	// Values with a hand-written encoding (supplyplan.AppendJSON: an event) skip the reflection.
+	if b, ok := supplyplan.AppendJSON(e.raw[:0], v); ok {
+		r.Ctx.SetBody(b)
+		if cap(b) <= maxPooledResponse {
+			e.raw = b
+		}
+		return nil
+	}
 	if err := e.enc.Encode(v); err != nil {
 		return fmt.Errorf("encode response: %w", err)
 	}
 	b := e.buf.Bytes()
-	r.Ctx.SetStatusCode(status)
-	r.Ctx.SetContentType("application/json")
 	r.Ctx.SetBody(b[:len(b)-1]) // without the newline Encode ends with: the bytes json.Marshal makes
 	return nil
 }
 
 // responseEncoder is a json.Encoder writing into its own buffer (json.Marshal's settings: HTML
-// characters escaped).
+// characters escaped), and a buffer for the hand-written encodings.
 type responseEncoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder
+	raw []byte
 }
 
 // maxPooledResponse is the largest buffer kept for reuse; larger responses are rare (exports).
