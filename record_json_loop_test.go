@@ -3,7 +3,9 @@ package supplyplan
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,6 +85,21 @@ func TestEncodeLoopRecordsSameBytes(t *testing.T) {
 	for _, v := range []jsonAppender{in, &ev, &DomainEvent{ID: "evt", Timestamp: times[0], Data: LoopOutboundEvent(*in, ev).Data}, &LoopUsage{Period: "2026-11"}} {
 		if _, ok := v.appendJSON(nil); !ok {
 			t.Fatalf("%T took the slow path", v)
+		}
+	}
+}
+
+// TestLoopOutboundEventID: the outbound event id is fmt's evt_loop_%s_%010d (redeliveries of events
+// written before keep their ids).
+func TestLoopOutboundEventID(t *testing.T) {
+	for _, seq := range []int64{0, 1, 9, 10, 123456789, 1234567890, 12345678901, 1<<63 - 1, -1, -12} {
+		if got, want := loopOutboundEventID("lin_01ABC", seq), fmt.Sprintf("evt_loop_%s_%010d", "lin_01ABC", seq); got != want {
+			t.Errorf("seq %d: %s, want %s", seq, got, want)
+		}
+	}
+	for _, d := range []LoopDomain{LoopDomainProcurement, LoopDomainOrders, LoopDomainReturns, LoopDomainQuality, LoopDomainCustom, "Mixed"} {
+		if got := loopDomainName(d); got != strings.ToLower(string(d)) {
+			t.Errorf("domain %s: %s", d, got)
 		}
 	}
 }
