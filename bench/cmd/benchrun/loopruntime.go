@@ -34,7 +34,7 @@ func benchLoopRuntime(_ context.Context, e *env) (section, error) {
 	// enough for 12,000 transitions/s over the warm-up and the phase, and a token minted during the
 	// phase because it ran out is counted and reported. The bare handler, which reads no token,
 	// takes the same tokens round the pool (the same bytes per request) without using them up.
-	need := int((e.duration+2*time.Second).Seconds()) * 12000
+	need := int((e.duration + 2*time.Second).Seconds()) * 12000
 	pool, err := mintTokens(svc.Data, need+2*e.concurrency)
 	if err != nil {
 		return section{}, err
