@@ -699,9 +699,9 @@ func (s *LoopRunState) checkTransition(id string, in LoopTransitionInput) (*Loop
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	allowed := allowedFrom(m, cur.State)
 	t, ok := m.Transition(in.Name)
 	if !ok || !t.LeavesFrom(cur.State) {
+		allowed := allowedFrom(m, cur.State)
 		msg := fmt.Sprintf("Transition %q cannot fire from state %q", in.Name, cur.State)
 		if !ok {
 			msg = fmt.Sprintf("The loop has no transition %q", in.Name)
