@@ -27,12 +27,12 @@ type jsonAppender interface {
 // encodeRecordsFast is EncodeRecords for entries whose values have hand-written encodings; the
 // other records of the entry go through encoding/json one by one.
 func encodeRecordsFast(recs []Record) ([]byte, error) {
-	// The hint plus the 4 KiB the loop keeps free: a small entry (a loop transition's) is written
-	// without growing the buffer (growing copies it).
-	b := make([]byte, 0, encodedSizeHint(recs)+4096)
+	b := make([]byte, 0, encodedSizeHint(recs))
 	b = append(b, '[')
 	for i, r := range recs {
-		if cap(b)-len(b) < 4096 { // grow by doubling (append grows large slices by a quarter)
+		// Grow a large buffer by doubling (append grows large slices by a quarter); a small entry
+		// (a loop transition's) fits its hint and is never copied into a larger buffer.
+		if len(b) >= 4096 && cap(b)-len(b) < 4096 {
 			b = slices.Grow(b, cap(b))
 		}
 		if i > 0 {
