@@ -133,4 +133,3 @@ func BenchmarkLoopTransitions(b *testing.B) {
 	// rate on a shared machine.
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
-
