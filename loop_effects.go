@@ -12,7 +12,9 @@ import (
 // The loop runtime's effects on planning data. A transition of a built-in loop may change the
 // tenant's data (docs/loops.md, "Built-in loops"): the procurement loop's receipts add stock at
 // their location and lower the open quantity of its purchase order; closing or cancelling it
-// closes the purchase order. The runtime records each effect on the instance (PENDING) in the same
+// closes the purchase order. The orders loop allocates its order, ships it (its reservations leave
+// on-hand) or cancels it (its reservations are released), through order allocation. The returns
+// loop's resolve puts its restock lines back on hand. The runtime records each effect on the instance (PENDING) in the same
 // journal entry as the transition, then applies it through the tenant's own actor
 // (TenantState.ApplyLoopEffect), which remembers the effect's id so that a retry after a crash
 // applies it once; the instance then records it APPLIED.
@@ -23,11 +25,22 @@ const BuiltinProcurementLoop = GlobalLoopScope + "/procurement"
 // BuiltinOrdersLoop is the built-in orders loop's name.
 const BuiltinOrdersLoop = GlobalLoopScope + "/orders"
 
+// BuiltinReturnsLoop is the built-in returns loop's name.
+const BuiltinReturnsLoop = GlobalLoopScope + "/returns"
+
+// LoopHasEffects reports whether instances of loop may change planning data (their transitions'
+// effects are checked against the tenant before they are recorded).
+func LoopHasEffects(loop string) bool {
+	return loop == BuiltinProcurementLoop || loop == BuiltinOrdersLoop || loop == BuiltinReturnsLoop
+}
+
 // Effect kinds and statuses.
 const (
 	LoopEffectStockReceipt  = "STOCK_RECEIPT"
 	LoopEffectPurchaseOrder = "PURCHASE_ORDER_STATUS"
 	LoopEffectAllocation    = "ORDER_ALLOCATION"
+	LoopEffectShipment      = "ORDER_SHIPMENT"
+	LoopEffectCancellation  = "ORDER_CANCELLATION"
 
 	LoopEffectPending = "PENDING"
 	LoopEffectApplied = "APPLIED"
@@ -69,19 +82,42 @@ type LoopTenantEffect struct {
 	// becomes its status.
 	PurchaseOrderID     string `json:"purchaseOrderId,omitempty"`
 	PurchaseOrderStatus string `json:"purchaseOrderStatus,omitempty"`
-	// OrderID is a customer order to allocate through order allocation.
-	OrderID string `json:"orderId,omitempty"`
+	// OrderID is a customer order to allocate through order allocation, or, with OrderStatus
+	// (SHIPPED or CANCELLED), to ship or cancel through it.
+	OrderID     string `json:"orderId,omitempty"`
+	OrderStatus string `json:"orderStatus,omitempty"`
+	// Restock: Lines are a return's restock (payload.restock), not a receipt (payload.lines).
+	Restock bool `json:"restock,omitempty"`
 }
 
 // Kind names the effect for the instance's record.
 func (e *LoopTenantEffect) Kind() string {
 	if e.OrderID != "" {
+		switch e.OrderStatus {
+		case OrderShipped:
+			return LoopEffectShipment
+		case OrderCancelled:
+			return LoopEffectCancellation
+		}
 		return LoopEffectAllocation
 	}
 	if len(e.Lines) > 0 {
 		return LoopEffectStockReceipt
 	}
 	return LoopEffectPurchaseOrder
+}
+
+// Tenant is the effect as the tenant applies it (a pending effect retried at the next start).
+func (e LoopEffect) Tenant(instanceID string) LoopTenantEffect {
+	t := LoopTenantEffect{ID: e.ID, InstanceID: instanceID, Seq: e.Seq, Lines: e.Lines, PurchaseOrderID: e.PurchaseOrderID,
+		PurchaseOrderStatus: e.PurchaseOrderStatus, OrderID: e.OrderID}
+	switch e.Kind {
+	case LoopEffectShipment:
+		t.OrderStatus = OrderShipped
+	case LoopEffectCancellation:
+		t.OrderStatus = OrderCancelled
+	}
+	return t
 }
 
 // LoopEffectPlanner computes the effect of transition on inst (nil: none). It runs in the
@@ -92,12 +128,36 @@ type LoopEffectPlanner func(inst *LoopInstance, transition string, payload json.
 func loopEffectID(instanceID string, seq int64) string { return fmt.Sprintf("%s#%d", instanceID, seq) }
 
 // PlanLoopEffects is the effect planner of the built-in loops: the procurement loop's receipts and
-// closings. Other loops have no effects.
+// closings, the orders loop's allocation, shipment and cancellation of its order, the returns
+// loop's restock. Other loops (quality, an organization's own) have no effects.
 func PlanLoopEffects(inst *LoopInstance, transition string, payload json.RawMessage, seq int64) (*LoopTenantEffect, error) {
-	if inst.Loop == BuiltinOrdersLoop && transition == "allocate" && inst.Subject != nil && inst.Subject.Kind == LoopSubjectOrder {
-		return &LoopTenantEffect{ID: loopEffectID(inst.ID, seq), InstanceID: inst.ID, Seq: seq, OrderID: inst.Subject.ID}, nil
-	}
-	if inst.Loop != BuiltinProcurementLoop {
+	switch inst.Loop {
+	case BuiltinOrdersLoop:
+		if inst.Subject == nil || inst.Subject.Kind != LoopSubjectOrder {
+			return nil, nil // not started from an order: a state machine only
+		}
+		e := &LoopTenantEffect{ID: loopEffectID(inst.ID, seq), InstanceID: inst.ID, Seq: seq, OrderID: inst.Subject.ID}
+		switch transition {
+		case "allocate":
+		case "ship":
+			e.OrderStatus = OrderShipped
+		case "cancel", "expire":
+			e.OrderStatus = OrderCancelled
+		default:
+			return nil, nil
+		}
+		return e, nil
+	case BuiltinReturnsLoop:
+		if transition != "resolve" {
+			return nil, nil
+		}
+		lines, err := ReturnRestockLines(payload)
+		if err != nil || len(lines) == 0 {
+			return nil, err
+		}
+		return &LoopTenantEffect{ID: loopEffectID(inst.ID, seq), InstanceID: inst.ID, Seq: seq, Lines: lines, Restock: true}, nil
+	case BuiltinProcurementLoop:
+	default:
 		return nil, nil
 	}
 	po := ""
@@ -130,9 +190,35 @@ func PlanLoopEffects(inst *LoopInstance, transition string, payload json.RawMess
 }
 
 // LoopEventChangesStock reports whether an outbound loop event announces a change of stock (a
-// procurement receipt): the others need no alert evaluation.
+// procurement receipt, an order's allocation, shipment or cancellation, a return's restock): the
+// others need no alert evaluation.
 func LoopEventChangesStock(eventType string) bool {
-	return eventType == "loop.procurement.receive" || eventType == "loop.procurement.receive_partial"
+	switch eventType {
+	case "loop.procurement.receive", "loop.procurement.receive_partial", "loop.orders.allocate", "loop.orders.ship",
+		"loop.orders.cancel", "loop.orders.expire", "loop.orders.canceled", "loop.returns.resolve":
+		return true
+	}
+	return false
+}
+
+// ReturnRestockLines reads the restock lines of a return's resolve: each goes back on hand at its
+// location (the payload's schema has checked their shape).
+func ReturnRestockLines(payload json.RawMessage) ([]LoopStockLine, error) {
+	var p struct {
+		Restock []struct {
+			SKU        string  `json:"sku"`
+			LocationID string  `json:"locationId"`
+			Quantity   float64 `json:"quantity"`
+		} `json:"restock"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return nil, Invalid("payload", "%v", err)
+	}
+	out := make([]LoopStockLine, 0, len(p.Restock))
+	for _, l := range p.Restock {
+		out = append(out, LoopStockLine{SKU: l.SKU, LocationID: l.LocationID, Quantity: l.Quantity})
+	}
+	return out, nil
 }
 
 // ProcurementReceiptLines reads the lines of a procurement receipt: a line without locationId is
@@ -207,16 +293,20 @@ func (s *LoopEffectsState) Apply(r Record) error {
 	return putValue(s.LoopEffects, r)
 }
 
-// CheckLoopStock checks that the lines name known products and locations, each problem keyed by
-// its payload path.
-func (s *TenantState) CheckLoopStock(lines []LoopStockLine) error {
+// CheckLoopStock checks that the effect's lines name known products and locations, each problem
+// keyed by its payload path (payload.lines[i], or payload.restock[i] for a return's restock).
+func (s *TenantState) CheckLoopStock(e *LoopTenantEffect) error {
+	field := "payload.lines"
+	if e.Restock {
+		field = "payload.restock"
+	}
 	fe := FieldErrors{}
-	for i, l := range lines {
+	for i, l := range e.Lines {
 		if _, ok := s.ProductBySKU(l.SKU); !ok {
-			fe.Add(fmt.Sprintf("payload.lines[%d].sku", i), "unknown product %q", l.SKU)
+			fe.Add(fmt.Sprintf("%s[%d].sku", field, i), "unknown product %q", l.SKU)
 		}
 		if _, ok := s.Locations[l.LocationID]; !ok && l.LocationID != "" {
-			fe.Add(fmt.Sprintf("payload.lines[%d].locationId", i), "unknown location %q", l.LocationID)
+			fe.Add(fmt.Sprintf("%s[%d].locationId", field, i), "unknown location %q", l.LocationID)
 		}
 	}
 	return fe.Err()
@@ -232,7 +322,7 @@ func (s *TenantState) ApplyLoopEffect(e LoopTenantEffect, now time.Time) (recs [
 	if e.OrderID != "" {
 		return nil, false, Errorf(EINTERNAL, "an order allocation effect is applied by AllocateLoopOrder")
 	}
-	if err := s.CheckLoopStock(e.Lines); err != nil {
+	if err := s.CheckLoopStock(&e); err != nil {
 		return nil, false, err
 	}
 	levels := map[string]*InventoryLevel{}
@@ -300,23 +390,56 @@ func (s *TenantState) ApplyLoopEffect(e LoopTenantEffect, now time.Time) (recs [
 	return recs, true, nil
 }
 
-// AllocateLoopOrder applies an order allocation effect once: the order is allocated through order
-// allocation (its lines, fill policy and sourcing; docs/allocation.md), as POST
-// /api/orders/{id}/allocate does. It returns the records, the allocation's events and its status.
-func (s *TenantState) AllocateLoopOrder(e LoopTenantEffect, now time.Time) ([]Record, []DomainEvent, string, error) {
+// ApplyLoopOrder applies an orders loop effect once, through order allocation
+// (docs/allocation.md). Without OrderStatus the order is allocated (its lines, fill policy and
+// sourcing), as POST /api/orders/{id}/allocate does. With SHIPPED or CANCELLED the order takes that
+// status, as an orders import saying so does: shipping consumes its reservations (the quantities
+// leave on-hand at their locations), cancelling releases them (available to promise again); an
+// order already in that status changes nothing, and shipping a cancelled order (or cancelling a
+// shipped one) is a conflict. It returns the records, the allocation's events and its status.
+func (s *TenantState) ApplyLoopOrder(e LoopTenantEffect, now time.Time) ([]Record, []DomainEvent, string, error) {
 	if _, ok := s.LoopEffects[e.ID]; ok {
 		return nil, nil, "", nil
 	}
-	v, w, err := s.AllocateOrderByID(e.OrderID, now)
-	if err != nil {
-		return nil, nil, "", err
+	applied := Put(KindLoopEffectApplied, e.ID, &LoopEffectRecord{ID: e.ID, AppliedAt: now})
+	if e.OrderStatus == "" {
+		v, w, err := s.AllocateOrderByID(e.OrderID, now)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		status := ""
+		if v.Allocation != nil {
+			status = string(v.Allocation.Status)
+		}
+		return append(w.Records, applied), w.Events, status, nil
 	}
+	cur, ok := s.Orders[e.OrderID]
+	if !ok {
+		return nil, nil, "", NotFound("Order")
+	}
+	switch have, _ := AllocStatusOf(cur.Status); {
+	case e.OrderStatus != OrderShipped && e.OrderStatus != OrderCancelled:
+		return nil, nil, "", Errorf(EINTERNAL, "an order effect sets SHIPPED or CANCELLED, not %q", e.OrderStatus)
+	case have == e.OrderStatus:
+		status := ""
+		if a := s.Allocations[e.OrderID]; a != nil {
+			status = string(a.Status)
+		}
+		return []Record{applied}, nil, status, nil
+	case have != OrderOpen:
+		return nil, nil, "", Conflict("Order %s is %s: it cannot become %s", cur.ExternalOrderID, cur.Status, e.OrderStatus)
+	}
+	o := *cur
+	o.Status, o.UpdatedAt = e.OrderStatus, now
+	w := s.AllocateOrders([]*Order{&o}, now)
 	status := ""
-	if v.Allocation != nil {
-		status = string(v.Allocation.Status)
+	if a := w.Outcomes[0].Allocation; a != nil {
+		status = string(a.Status)
 	}
-	recs := append(w.Records, Put(KindLoopEffectApplied, e.ID, &LoopEffectRecord{ID: e.ID, AppliedAt: now}))
-	return recs, w.Events, status, nil
+	recs := make([]Record, 0, len(w.Records)+2)
+	recs = append(recs, Put(KindOrder, o.ExternalOrderID, &o))
+	recs = append(recs, w.Records...)
+	return append(recs, applied), w.Events, status, nil
 }
 
 // LoopSubjectOf resolves the planning data an instance of a built-in loop starts from: for the

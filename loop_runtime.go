@@ -575,6 +575,21 @@ func (s *LoopRunState) change(in *LoopInstance, ev LoopEvent, payload json.RawMe
 		EventRecord(out)), nil
 }
 
+// loopDomainName is the domain in lower case (the built-in domains without converting them).
+func loopDomainName(d LoopDomain) string {
+	switch d {
+	case "PROCUREMENT":
+		return "procurement"
+	case "ORDERS":
+		return "orders"
+	case "RETURNS":
+		return "returns"
+	case "QUALITY":
+		return "quality"
+	}
+	return strings.ToLower(string(d))
+}
+
 func loopEventID(instanceID string, seq int64) string {
 	return instanceID + "#" + strconv.FormatInt(seq, 10)
 }
@@ -587,16 +602,33 @@ func LoopOutboundEventType(domain LoopDomain, ev LoopEvent) string {
 	if ev.Type != LoopEventTransition && ev.Type != LoopEventTimeout {
 		name = ev.Type
 	}
-	return "loop." + strings.ToLower(string(domain)) + "." + name
+	return "loop." + loopDomainName(domain) + "." + name
 }
 
 // LoopOutboundEvent is the outbound event of an audit event. Its id is derived from the instance
 // and seq, so a redelivery carries the same id.
 func LoopOutboundEvent(in LoopInstance, ev LoopEvent) DomainEvent {
-	return DomainEvent{ID: fmt.Sprintf("evt_loop_%s_%010d", in.ID, ev.Seq), Type: LoopOutboundEventType(in.Domain, ev),
+	return DomainEvent{ID: loopOutboundEventID(in.ID, ev.Seq), Type: LoopOutboundEventType(in.Domain, ev),
 		OrganizationID: in.OrganizationID, Timestamp: ev.OccurredAt,
 		Data: LoopEventData{InstanceID: in.ID, Loop: in.Loop, LoopVersion: in.LoopVersion, BusinessKey: in.BusinessKey,
 			Status: in.Status, State: in.State, Version: in.Version, Event: ev}}
+}
+
+// loopOutboundEventID is evt_loop_<instance>_<seq, 10 digits at least> (fmt's %010d, without fmt).
+func loopOutboundEventID(instanceID string, seq int64) string {
+	if seq < 0 {
+		return fmt.Sprintf("evt_loop_%s_%010d", instanceID, seq)
+	}
+	b := make([]byte, 0, len("evt_loop__")+len(instanceID)+20)
+	b = append(b, "evt_loop_"...)
+	b = append(b, instanceID...)
+	b = append(b, '_')
+	var d [20]byte
+	n := strconv.AppendInt(d[:0], seq, 10)
+	for i := len(n); i < 10; i++ {
+		b = append(b, '0')
+	}
+	return string(append(b, n...))
 }
 
 // LoopEventData is the data of an outbound loop event.
@@ -667,9 +699,9 @@ func (s *LoopRunState) checkTransition(id string, in LoopTransitionInput) (*Loop
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	allowed := allowedFrom(m, cur.State)
 	t, ok := m.Transition(in.Name)
 	if !ok || !t.LeavesFrom(cur.State) {
+		allowed := allowedFrom(m, cur.State)
 		msg := fmt.Sprintf("Transition %q cannot fire from state %q", in.Name, cur.State)
 		if !ok {
 			msg = fmt.Sprintf("The loop has no transition %q", in.Name)

@@ -86,8 +86,24 @@ func encodedSizeHint(recs []Record) int {
 					n += 200 + 110*len(l.Allocations) + 110*len(l.Backorders)
 				}
 			}
+		case *LoopInstance:
+			n += 640
+			if v != nil {
+				n += len(v.Input)
+			}
+		case *LoopEvent:
+			n += 560
+			if v != nil {
+				n += len(v.Payload)
+			}
 		case *DomainEvent:
 			n += 360
+			if v == nil {
+				break
+			}
+			if d, ok := v.Data.(LoopEventData); ok {
+				n += 720 + len(d.Event.Payload)
+			}
 			if d, ok := v.Data.(AllocationSucceeded); ok {
 				for _, l := range d.Lines {
 					n += 120 + 110*len(l.Allocations)
@@ -533,6 +549,8 @@ func (e *DomainEvent) appendJSON(b []byte) ([]byte, bool) {
 		w.raw(`,"earliestPromiseDate":`)
 		w.timePtr(d.EarliestPromiseDate)
 		w.raw("}")
+	case LoopEventData:
+		w.loopEventData(&d)
 	default:
 		return b, false
 	}

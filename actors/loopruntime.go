@@ -186,8 +186,7 @@ func pendingEffects(st *supplyplan.LoopRunState) []supplyplan.LoopTenantEffect {
 	for _, in := range st.Instances {
 		for _, e := range in.Effects {
 			if e.Status == supplyplan.LoopEffectPending {
-				out = append(out, supplyplan.LoopTenantEffect{ID: e.ID, InstanceID: in.ID, Seq: e.Seq, Lines: e.Lines,
-					PurchaseOrderID: e.PurchaseOrderID, PurchaseOrderStatus: e.PurchaseOrderStatus, OrderID: e.OrderID})
+				out = append(out, e.Tenant(in.ID))
 			}
 		}
 	}
@@ -254,7 +253,7 @@ func (s *LoopRuntime) applyEffects(ctx context.Context, org string, effs []suppl
 		}
 		out, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (applied, []supplyplan.Record, error) {
 			if e.OrderID != "" {
-				recs, evs, result, err := st.AllocateLoopOrder(e, now)
+				recs, evs, result, err := st.ApplyLoopOrder(e, now)
 				return applied{evs, result}, recs, err
 			}
 			recs, _, err := st.ApplyLoopEffect(e, now)
@@ -431,7 +430,7 @@ func (s *LoopRuntime) Transition(ctx context.Context, c supplyplan.LoopRunCaller
 		if r, err := st.Replay(c.IdempotencyKey, c.Fingerprint, now); r != nil || err != nil {
 			return nil, nil
 		}
-		if cur, ok := st.Instances[id]; !ok || cur.Loop != supplyplan.BuiltinProcurementLoop && cur.Loop != supplyplan.BuiltinOrdersLoop {
+		if cur, ok := st.Instances[id]; !ok || !supplyplan.LoopHasEffects(cur.Loop) {
 			return nil, nil // no effects to check first: the transaction checks everything
 		}
 		cur, _, t, err := st.CheckTransition(id, in)
@@ -446,7 +445,7 @@ func (s *LoopRuntime) Transition(ctx context.Context, c supplyplan.LoopRunCaller
 	}
 	if eff != nil && len(eff.Lines) > 0 {
 		if _, err := tenantRead(ctx, s.core, c.OrgID, func(st *supplyplan.TenantState) (struct{}, error) {
-			return struct{}{}, st.CheckLoopStock(eff.Lines)
+			return struct{}{}, st.CheckLoopStock(eff)
 		}); err != nil {
 			return supplyplan.LoopResult{}, err
 		}

@@ -449,3 +449,135 @@ func TestLoopRuntimeCommitment(t *testing.T) {
 		t.Fatalf("%d threshold deliveries, want 2", n)
 	}
 }
+
+// TestLoopRuntimeOrdersLoopShipsAndCancels: the orders loop's ship consumes the order's
+// reservations from on-hand as shipping through order allocation does, its cancel releases them
+// (ATP comes back); neither applies twice, on an Idempotency-Key replay or after a restart.
+func TestLoopRuntimeOrdersLoopShipsAndCancels(t *testing.T) {
+	s := startRuntime(t)
+	seedAllocation(t, s)
+	checkCounts(t, s.Import("orders", map[string]any{"orders": []any{
+		map[string]any{"externalOrderId": "SO-S", "lines": []any{map[string]any{"skuId": "X", "quantity": 3, "locationId": "DC"}}},
+		map[string]any{"externalOrderId": "SO-C", "lines": []any{map[string]any{"skuId": "X", "quantity": 2, "locationId": "DC"}}},
+	}}), 2, 0)
+	atpDC := func() supplyplan.ATPLine {
+		t.Helper()
+		var atp atpBody
+		into(t, s.Do("GET", "/api/inventory/atp?skuId=X&locationId=DC", s.Key("VIEWER"), nil), 200, &atp)
+		return atp.ATP[0]
+	}
+	start := func(order string) string {
+		id := str(s.Run("POST", "/v1/instances", "loops:write", map[string]any{"loop": "supplyplan/orders", "businessKey": order,
+			"input": map[string]any{"orderId": order}}).Must(t, 201), "id")
+		s.Run("POST", "/v1/instances/"+id+"/transitions", "loops:write", map[string]any{"name": "confirm"}).Must(t, 200)
+		s.Run("POST", "/v1/instances/"+id+"/transitions", "loops:write", map[string]any{"name": "allocate",
+			"payload": map[string]any{"lines": []any{map[string]any{"sku": "X", "locationId": "DC", "quantity": 1}}}}).Must(t, 200)
+		return id
+	}
+	effect := func(in map[string]any, kind string) map[string]any {
+		t.Helper()
+		effs := list(in, "effects")
+		e := effs[len(effs)-1].(map[string]any)
+		if str(e, "kind") != kind || str(e, "status") != "APPLIED" {
+			t.Fatalf("last effect %v, want %s APPLIED", e, kind)
+		}
+		return e
+	}
+	order := func(id string) supplyplan.OrderView {
+		t.Helper()
+		var o orderBody
+		into(t, s.Do("GET", "/api/orders/"+id, s.Key("VIEWER"), nil), 200, &o)
+		return o.Order
+	}
+	ship, cancel := start("SO-S"), start("SO-C")
+	if a := atpDC(); a.OnHand != 10 || a.Reserved != 5 || a.Available != 5 {
+		t.Fatalf("ATP after both allocations %+v", a)
+	}
+
+	s.Run("POST", "/v1/instances/"+ship+"/transitions", "loops:write", map[string]any{"name": "pick"}).Must(t, 200)
+	shipBody := map[string]any{"name": "ship", "payload": map[string]any{"carrier": "DHL", "trackingNumber": "1Z"}}
+	got := s.Run("POST", "/v1/instances/"+ship+"/transitions", "loops:write", shipBody, "Idempotency-Key", "ship-so-s").Must(t, 200)
+	if e := effect(got, "ORDER_SHIPMENT"); str(e, "result") != "SHIPPED" || str(e, "orderId") != "SO-S" {
+		t.Fatalf("ship effect %v", e)
+	}
+	if h := onHand(t, s, "X", "DC"); h != 7 {
+		t.Fatalf("on hand after the shipment %g, want 7", h)
+	}
+	if o := order("SO-S"); o.Status != "SHIPPED" || o.Allocation == nil || o.Allocation.Status != "SHIPPED" {
+		t.Fatalf("shipped order %+v", o)
+	}
+	var res reservationsBody
+	into(t, s.Do("GET", "/api/allocation/reservations?orderId=SO-S", s.Key("VIEWER"), nil), 200, &res)
+	if res.Total != 1 || res.Reservations[0].Status != "RELEASED" || res.Reservations[0].ReleaseReason != "SHIPPED" {
+		t.Fatalf("reservations of the shipped order %+v", res.Reservations)
+	}
+	// The same request again: its stored response, nothing applied twice.
+	if r := s.Run("POST", "/v1/instances/"+ship+"/transitions", "loops:write", shipBody, "Idempotency-Key", "ship-so-s"); r.Status != 200 ||
+		r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay = %d %v", r.Status, r.Header)
+	}
+	if a := atpDC(); a.OnHand != 7 || a.Reserved != 2 || a.Available != 5 {
+		t.Fatalf("ATP after the shipment %+v", a)
+	}
+
+	// A graceful cancel runs the loop's cancel transition: the order's reservation is released.
+	got = s.Run("POST", "/v1/instances/"+cancel+"/cancel", "loops:admin", map[string]any{"reason": "customer withdrew"}).Must(t, 200)
+	if e := effect(got, "ORDER_CANCELLATION"); str(e, "result") != "RELEASED" {
+		t.Fatalf("cancel effect %v", e)
+	}
+	if str(got, "status") != "CANCELED" || str(got, "state") != "cancelled" {
+		t.Fatalf("cancelled instance %s/%s", str(got, "status"), str(got, "state"))
+	}
+	if o := order("SO-C"); o.Status != "CANCELLED" || o.Allocation == nil || o.Allocation.Status != "RELEASED" {
+		t.Fatalf("cancelled order %+v", o)
+	}
+	if a := atpDC(); a.OnHand != 7 || a.Reserved != 0 || a.Available != 7 {
+		t.Fatalf("ATP after the cancellation %+v", a)
+	}
+
+	s = s.Restart()
+	if a := atpDC(); a.OnHand != 7 || a.Reserved != 0 || a.Available != 7 {
+		t.Fatalf("ATP after a restart %+v", a)
+	}
+	for _, id := range []string{ship, cancel} {
+		if v := s.Run("GET", "/v1/instances/"+id+"/audit/verify", "loops:read", nil).Must(t, 200); v["valid"] != true {
+			t.Fatalf("verify %v", v)
+		}
+	}
+}
+
+// TestLoopRuntimeReturnsLoopRestocks: the returns loop's resolve puts its restock lines back on
+// hand at their locations, once; an unknown product is refused before anything is recorded.
+func TestLoopRuntimeReturnsLoopRestocks(t *testing.T) {
+	s := startRuntime(t)
+	seedAllocation(t, s)
+	id := str(s.Run("POST", "/v1/instances", "loops:write", map[string]any{"loop": "supplyplan/returns", "businessKey": "RMA-1"}).Must(t, 201), "id")
+	for _, tr := range []map[string]any{
+		{"name": "authorize"},
+		{"name": "receive", "payload": map[string]any{"locationId": "DC", "lines": []any{map[string]any{"sku": "X", "quantity": 3}}}},
+		{"name": "inspect", "payload": map[string]any{"lines": []any{map[string]any{"sku": "X", "quantity": 3, "condition": "RESELLABLE"}}}},
+	} {
+		s.Run("POST", "/v1/instances/"+id+"/transitions", "loops:admin", tr).Must(t, 200)
+	}
+	if h := onHand(t, s, "X", "DC"); h != 10 {
+		t.Fatalf("on hand before the restock %g (receiving a return is not a restock)", h)
+	}
+	bad := s.Run("POST", "/v1/instances/"+id+"/transitions", "loops:admin", map[string]any{"name": "resolve",
+		"payload": map[string]any{"resolution": "REFUND", "restock": []any{map[string]any{"sku": "NOPE", "locationId": "DC", "quantity": 1}}}})
+	if bad.Status != 400 || !strings.Contains(string(bad.Body), "payload.restock[0].sku") {
+		t.Fatalf("unknown product = %d %s", bad.Status, bad.Body)
+	}
+	got := s.Run("POST", "/v1/instances/"+id+"/transitions", "loops:admin", map[string]any{"name": "resolve",
+		"payload": map[string]any{"resolution": "REFUND", "restock": []any{map[string]any{"sku": "X", "locationId": "DC", "quantity": 2}}}}).Must(t, 200)
+	effs := list(got, "effects")
+	if len(effs) != 1 || str(effs[0].(map[string]any), "kind") != "STOCK_RECEIPT" || str(effs[0].(map[string]any), "status") != "APPLIED" {
+		t.Fatalf("effects %v", effs)
+	}
+	if h := onHand(t, s, "X", "DC"); h != 12 {
+		t.Fatalf("on hand after the restock %g, want 12", h)
+	}
+	s = s.Restart()
+	if h := onHand(t, s, "X", "DC"); h != 12 {
+		t.Fatalf("on hand after a restart %g, want 12", h)
+	}
+}

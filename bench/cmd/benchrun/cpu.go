@@ -80,3 +80,12 @@ func (m *cpuMeter) done() {
 	}
 	fmt.Fprintf(os.Stderr, "cpu %s: wall %.2fs, %s\n", m.name, time.Since(m.start).Seconds(), strings.Join(parts, ", "))
 }
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages ("?" when unreadable).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}
