@@ -427,6 +427,9 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 	}
 	seq := d.seq
 	stream, engine, pid := d.stream, d.engine, d.pid
+	if len(payload) > 1<<20 {
+		d.log.Debug("large commit", "stream", stream, "bytes", len(payload), "records", len(recs))
+	}
 	d.journal.Append(stream, seq, payload, func(jerr error) {
 		if jerr != nil {
 			done(supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Write could not be made durable"))

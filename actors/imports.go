@@ -427,8 +427,16 @@ func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d 
 		evs []supplyplan.DomainEvent // allocation events, published once the chunk is durable
 	}
 	var r chunkResult
+	t0 := time.Now()
+	var tFn, tFnEnd time.Time
+	var nrecs int
+	defer func() {
+		m.core.log.Debug("import chunk", "job", jobID, "rows", end-start, "queued", tFn.Sub(t0), "tx", tFnEnd.Sub(tFn), "durable", time.Since(tFnEnd), "records", nrecs)
+	}()
 	err := retry(ctx, func() (err error) {
 		r, err = tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (chunkResult, []supplyplan.Record, error) {
+			tFn = time.Now()
+			defer func() { tFnEnd = time.Now() }()
 			cur, ok := st.ImportJobs[jobID]
 			if !ok {
 				return chunkResult{}, nil, supplyplan.NotFound("Import job")
@@ -446,6 +454,7 @@ func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d 
 			}
 			j := *cur
 			progress(&j, res, end-start, end)
+			nrecs = len(recs)
 			return chunkResult{j, evs}, append(recs, jobRecords(orgID, cur, j)...), nil
 		})
 		return err
