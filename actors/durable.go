@@ -427,9 +427,6 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 	}
 	seq := d.seq
 	stream, engine, pid := d.stream, d.engine, d.pid
-	if len(payload) > 1<<20 {
-		d.log.Debug("large commit", "stream", stream, "bytes", len(payload), "records", len(recs))
-	}
 	d.journal.Append(stream, seq, payload, func(jerr error) {
 		if jerr != nil {
 			done(supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Write could not be made durable"))
@@ -522,7 +519,12 @@ func ask[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, f
 
 // askQueued is ask counting the transaction in queued while it waits in the actor's mailbox.
 func askQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
-	var zero T
+	return sendQueued(ctx, e, pid, queued, fn)()
+}
+
+// sendQueued sends fn to the actor at pid and returns at once; wait waits for its reply or ctx's
+// end. Transactions sent one after the other from one goroutine run in that order.
+func sendQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
 	reply := make(chan txReply, 1)
 	claim := supplyplan.IdempotencyOf(ctx)
 	if claim != nil {
@@ -535,6 +537,11 @@ func askQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.
 		v, recs, err := fn(s)
 		return v, recs, err
 	}})
+	return func() (T, error) { return awaitReply[T](ctx, reply, claim) }
+}
+
+func awaitReply[T any](ctx context.Context, reply chan txReply, claim *supplyplan.IdempotencyClaim) (T, error) {
+	var zero T
 	select {
 	case r := <-reply:
 		if r.err != nil {
