@@ -244,6 +244,7 @@ func (a *Allocator) grow(orders, lines int) {
 	if len(a.work) == 0 && lines > 64 {
 		a.work = make(map[stockKey]*keyWork, lines)
 	}
+	a.l.reserve(lines) // the ledger the records will be applied to
 }
 
 // take is stock reserved now for a line at a location.

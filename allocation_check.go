@@ -405,8 +405,8 @@ func (s *AllocationState) Repair(w AllocationWorld, orders OrderLookup, by strin
 		kl := s.index().byKey[stockKey{i.SKU, i.LocationID}]
 		var cands []*Reservation
 		var reserved float64
-		for _, r := range kl.res {
-			if stillActive(r) {
+		for _, sl := range kl.res {
+			if r := s.index().res(sl); stillActive(r) {
 				cands = append(cands, r)
 				reserved += r.Quantity
 			}
@@ -521,7 +521,8 @@ func (s *AllocationState) dropPromises(w AllocationWorld, i Inconsistency, now t
 	sup := w.Supply(k.sku, k.loc)
 	var reserved float64
 	if kl := s.index().byKey[k]; kl != nil {
-		for _, r := range kl.res {
+		for _, sl := range kl.res {
+			r := s.index().res(sl)
 			if _, gone := changed[r.ID]; !gone && r.ActiveAt(now) {
 				reserved += r.Quantity
 			}

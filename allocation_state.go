@@ -25,19 +25,28 @@ type AllocationState struct {
 // stockKey is a (sku, location) pair.
 type stockKey struct{ sku, loc string }
 
-// allocIndex is derived from the stored maps.
+// allocIndex is derived from the stored maps. Each reservation has one slot (one map entry by
+// id, its status read from the reservation itself); the per-key and per-order lists hold slot
+// numbers, so adding a reservation costs one map insert besides the stored map.
 type allocIndex struct {
 	byKey   map[stockKey]*keyLedger
-	byOrder map[string][]*Reservation // order id -> every reservation of the order
-	// pos is each reservation's position in its key's list.
-	pos      map[string]int32
-	held     map[string]struct{} // HELD reservation ids
-	terminal map[string]struct{} // RELEASED and EXPIRED reservation ids
+	byOrder map[string][]int32 // order id -> slots of every reservation of the order
+	slotOf  map[string]int32   // reservation id -> its slot
+	slots   []resSlot
+	free    []int32 // slots given back, reused first
+	held    int     // HELD reservations
+}
+
+// resSlot is one reservation of the index: where it sits in its key's list.
+type resSlot struct {
+	r   *Reservation // nil when the slot is free
+	kl  *keyLedger
+	pos int32 // position in kl.res
 }
 
 // keyLedger is the ledger of one (sku, location).
 type keyLedger struct {
-	res []*Reservation // every reservation at the key, any status
+	res []int32 // slots of every reservation at the key, any status
 	// active counts the HELD and COMMITTED ones; reserved sums their quantities (exactly 0 when
 	// none is active).
 	active   int
@@ -69,8 +78,9 @@ func (s *AllocationState) rebuildIndex() {
 	if s.AllocationRuns == nil {
 		s.AllocationRuns = map[string]*AllocationRun{}
 	}
-	x := &allocIndex{byKey: map[stockKey]*keyLedger{}, byOrder: map[string][]*Reservation{}, pos: make(map[string]int32, len(s.Reservations)),
-		held: map[string]struct{}{}, terminal: map[string]struct{}{}}
+	n := len(s.Reservations)
+	x := &allocIndex{byKey: map[stockKey]*keyLedger{}, byOrder: map[string][]int32{}, slotOf: make(map[string]int32, n),
+		slots: make([]resSlot, 0, n)}
 	for _, r := range s.Reservations {
 		x.addReservation(r)
 	}
@@ -79,6 +89,32 @@ func (s *AllocationState) rebuildIndex() {
 	}
 	s.aidx = x
 }
+
+// reserve makes room for n more reservations (one chunk's worth) so that the maps and the slot
+// list do not grow in steps while they are added.
+func (s *AllocationState) reserve(n int) {
+	x := s.index()
+	if n <= len(x.free) {
+		return
+	}
+	want := len(x.slots) + n - len(x.free)
+	if want > cap(x.slots) {
+		x.slots = slices.Grow(x.slots, want-len(x.slots))
+	}
+	if len(x.slotOf) == 0 && want > 64 {
+		// an empty map presized; a populated one grows by doubling, which amortizes
+		x.slotOf = make(map[string]int32, want)
+		if len(s.Reservations) == 0 {
+			s.Reservations = make(map[string]*Reservation, want)
+		}
+	}
+}
+
+// res returns the reservation of a slot.
+func (x *allocIndex) res(slot int32) *Reservation { return x.slots[slot].r }
+
+// heldCount is the number of HELD reservations (expired or not).
+func (x *allocIndex) heldCount() int { return x.held }
 
 func (x *allocIndex) key(k stockKey) *keyLedger {
 	kl := x.byKey[k]
@@ -91,17 +127,25 @@ func (x *allocIndex) key(k stockKey) *keyLedger {
 
 func (x *allocIndex) addReservation(r *Reservation) {
 	kl := x.key(stockKey{r.SKU, r.LocationID})
-	x.pos[r.ID] = int32(len(kl.res))
-	kl.res = append(kl.res, r)
-	x.byOrder[r.OrderID] = append(x.byOrder[r.OrderID], r)
+	var slot int32
+	if n := len(x.free); n > 0 {
+		slot = x.free[n-1]
+		x.free = x.free[:n-1]
+	} else {
+		slot = int32(len(x.slots))
+		x.slots = append(x.slots, resSlot{})
+	}
+	x.slots[slot] = resSlot{r: r, kl: kl, pos: int32(len(kl.res))}
+	x.slotOf[r.ID] = slot
+	kl.res = append(kl.res, slot)
+	x.byOrder[r.OrderID] = append(x.byOrder[r.OrderID], slot)
 	if !r.Status.Active() {
-		x.terminal[r.ID] = struct{}{}
 		return
 	}
 	kl.active++
 	kl.reserved += r.Quantity
 	if r.Status == ResHeld {
-		x.held[r.ID] = struct{}{}
+		x.held++
 		if r.ExpiresAt != nil {
 			kl.minHeld = min(kl.minHeld, r.ExpiresAt.UnixMilli())
 		}
@@ -109,21 +153,24 @@ func (x *allocIndex) addReservation(r *Reservation) {
 }
 
 func (x *allocIndex) removeReservation(r *Reservation) {
-	k := stockKey{r.SKU, r.LocationID}
-	kl := x.byKey[k]
-	if kl == nil {
+	slot, ok := x.slotOf[r.ID]
+	if !ok {
 		return
 	}
-	if i, ok := x.pos[r.ID]; ok && int(i) < len(kl.res) && kl.res[i].ID == r.ID {
-		last := len(kl.res) - 1
-		kl.res[i] = kl.res[last]
-		x.pos[kl.res[i].ID] = i
-		kl.res[last] = nil
-		kl.res = kl.res[:last]
-		delete(x.pos, r.ID)
+	sl := x.slots[slot]
+	kl := sl.kl
+	delete(x.slotOf, r.ID)
+	x.slots[slot] = resSlot{}
+	x.free = append(x.free, slot)
+	// the key's last reservation takes the removed one's place
+	last := int32(len(kl.res) - 1)
+	if moved := kl.res[last]; sl.pos != last {
+		kl.res[sl.pos] = moved
+		x.slots[moved].pos = sl.pos
 	}
+	kl.res = kl.res[:last]
 	if rs := x.byOrder[r.OrderID]; rs != nil {
-		if i := slices.IndexFunc(rs, func(v *Reservation) bool { return v.ID == r.ID }); i >= 0 {
+		if i := slices.Index(rs, slot); i >= 0 {
 			rs = slices.Delete(rs, i, i+1)
 		}
 		if len(rs) == 0 {
@@ -132,25 +179,26 @@ func (x *allocIndex) removeReservation(r *Reservation) {
 			x.byOrder[r.OrderID] = rs
 		}
 	}
-	delete(x.terminal, r.ID)
-	delete(x.held, r.ID)
 	if r.Status.Active() {
 		kl.active--
 		kl.reserved -= r.Quantity
 		if kl.active == 0 {
 			kl.reserved = 0 // no float residue once nothing is reserved
 		}
-		if r.Status == ResHeld && r.ExpiresAt != nil && r.ExpiresAt.UnixMilli() <= kl.minHeld {
-			kl.minHeld = math.MaxInt64
-			for _, a := range kl.res {
-				if a.Status == ResHeld && a.ExpiresAt != nil {
-					kl.minHeld = min(kl.minHeld, a.ExpiresAt.UnixMilli())
+		if r.Status == ResHeld {
+			x.held--
+			if r.ExpiresAt != nil && r.ExpiresAt.UnixMilli() <= kl.minHeld {
+				kl.minHeld = math.MaxInt64
+				for _, i := range kl.res {
+					if a := x.slots[i].r; a.Status == ResHeld && a.ExpiresAt != nil {
+						kl.minHeld = min(kl.minHeld, a.ExpiresAt.UnixMilli())
+					}
 				}
 			}
 		}
 	}
 	if len(kl.res) == 0 && len(kl.promises.events) == 0 {
-		delete(x.byKey, k)
+		delete(x.byKey, stockKey{r.SKU, r.LocationID})
 	}
 }
 
@@ -227,8 +275,9 @@ func (s *AllocationState) ReservedAt(sku, loc string, now time.Time) float64 {
 		return kl.reserved
 	}
 	var t float64
-	for _, r := range kl.res {
-		if r.ActiveAt(now) {
+	x := s.index()
+	for _, i := range kl.res {
+		if r := x.res(i); r.ActiveAt(now) {
 			t += r.Quantity
 		}
 	}
@@ -275,20 +324,26 @@ func (s *AllocationState) ReservedKeys() [][2]string {
 
 // OrderReservations returns the reservations of an order (every status), oldest first.
 func (s *AllocationState) OrderReservations(orderID string) []*Reservation {
-	out := slices.Clone(s.index().byOrder[orderID])
+	x := s.index()
+	slots := x.byOrder[orderID]
+	out := make([]*Reservation, len(slots))
+	for i, sl := range slots {
+		out[i] = x.res(sl)
+	}
 	slices.SortFunc(out, func(a, b *Reservation) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
 // activeOf returns the reservations of an order active at now, oldest first.
 func (s *AllocationState) activeOf(orderID string, now time.Time) []*Reservation {
-	rs := s.index().byOrder[orderID]
+	x := s.index()
+	rs := x.byOrder[orderID]
 	if len(rs) == 0 {
 		return nil
 	}
 	out := make([]*Reservation, 0, len(rs))
-	for _, r := range rs {
-		if r.ActiveAt(now) {
+	for _, i := range rs {
+		if r := x.res(i); r.ActiveAt(now) {
 			out = append(out, r)
 		}
 	}
@@ -319,7 +374,7 @@ type ReservationFilter struct {
 // EXPIRED even before the sweep records it.
 func (s *AllocationState) ListReservations(f ReservationFilter, now time.Time) Page[Reservation] {
 	x := s.index()
-	var from []*Reservation
+	var from []int32
 	scoped := true
 	switch {
 	case f.OrderID != "":
@@ -344,8 +399,8 @@ func (s *AllocationState) ListReservations(f ReservationFilter, now time.Time) P
 		out = append(out, v)
 	}
 	if scoped {
-		for _, r := range from {
-			add(r)
+		for _, i := range from {
+			add(x.res(i))
 		}
 	} else {
 		for _, r := range s.Reservations {
@@ -377,9 +432,11 @@ func (s *AllocationState) CommitOrder(orderID string, now time.Time) []Record {
 func (s *AllocationState) ExpireHolds(now time.Time) []Record {
 	x := s.index()
 	var due []*Reservation
-	for id := range x.held {
-		if r := s.Reservations[id]; !r.ActiveAt(now) {
-			due = append(due, r)
+	if x.held > 0 {
+		for i := range x.slots {
+			if r := x.slots[i].r; r != nil && r.Status == ResHeld && !r.ActiveAt(now) {
+				due = append(due, r)
+			}
 		}
 	}
 	slices.SortFunc(due, func(a, b *Reservation) int { return cmp.Compare(a.ID, b.ID) })
@@ -468,9 +525,9 @@ func (s *AllocationState) Sweep(now time.Time, cfg AllocationConfig) []Record {
 	x := s.index()
 	cutoff := now.Add(-cfg.retention())
 	var old []string
-	for id := range x.terminal {
-		if r := s.Reservations[id]; !r.UpdatedAt.After(cutoff) {
-			old = append(old, id)
+	for i := range x.slots {
+		if r := x.slots[i].r; r != nil && !r.Status.Active() && !r.UpdatedAt.After(cutoff) {
+			old = append(old, r.ID)
 		}
 	}
 	slices.Sort(old)

@@ -505,8 +505,8 @@ func TestExpiryReleases(t *testing.T) {
 	if got, want := allocView(l.Allocations["o"]), []string{"FAILED INSUFFICIENT_ATP", "1: short 10"}; !slices.Equal(got, want) {
 		t.Errorf("allocation after the expiry: got %q, want %q", got, want)
 	}
-	if len(l.index().held) != 0 || l.index().byKey[stockKey{"X", "A"}].reserved != 0 {
-		t.Errorf("index after the expiry: %d held, %g reserved", len(l.index().held), l.index().byKey[stockKey{"X", "A"}].reserved)
+	if l.index().heldCount() != 0 || l.index().byKey[stockKey{"X", "A"}].reserved != 0 {
+		t.Errorf("index after the expiry: %d held, %g reserved", l.index().heldCount(), l.index().byKey[stockKey{"X", "A"}].reserved)
 	}
 	// the expired quantity is free for another order
 	if out := allocOne(t, l, w, order("p", line("1", "X", "A", 10)), later); out.Allocation.Status != AllocAllocated {

@@ -3,6 +3,7 @@ package supplyplan
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,20 +35,26 @@ func NewID(prefix string) string {
 	binary.BigEndian.PutUint64(b[0:8], uint64(ms)<<16)
 	copy(b[6:], idLastRand[:])
 	idMu.Unlock()
-	return prefix + "_" + encode128(b)
+	var sb strings.Builder // one allocation per id
+	sb.Grow(len(prefix) + 27)
+	sb.WriteString(prefix)
+	sb.WriteByte('_')
+	out := encode128(b)
+	sb.Write(out[:])
+	return sb.String()
 }
 
 // encode128 renders 128 bits as 26 Crockford base32 characters (top 2 bits padded).
-func encode128(b [16]byte) string {
+func encode128(b [16]byte) [26]byte {
 	hi := binary.BigEndian.Uint64(b[0:8])
 	lo := binary.BigEndian.Uint64(b[8:16])
-	out := make([]byte, 26)
+	var out [26]byte
 	for i := 25; i >= 0; i-- {
 		out[i] = crockford[lo&31]
 		lo = lo>>5 | hi<<59
 		hi >>= 5
 	}
-	return string(out)
+	return out
 }
 
 // RandomToken returns n random bytes encoded with an URL-safe alphabet of 62 characters.

@@ -19,7 +19,7 @@ func TestEncodeRecordsSameBytes(t *testing.T) {
 		"spaces and: punctuation,;[]{}", "line\nbreak", "bs\bff\fcr\r\x1f\u2029", "x\xc3"}
 	str := func() string { return strs[rng.IntN(len(strs))] }
 	nums := []float64{0, 1, -1, 2.5, 1e-7, -1e-7, 1e21, 1.5e22, 1e20, 0.1 + 0.2, 123456789.125, math.Copysign(0, -1), 1e-6, 5e-324,
-		math.MaxFloat64, 3}
+		math.MaxFloat64, 3, 42, -7, 1e15, 999999999999999, -999999999999999, 1 << 52, 1e14 + 0.5}
 	num := func() float64 { return nums[rng.IntN(len(nums))] }
 	times := []time.Time{allocT0, allocT0.Add(123456789 * time.Nanosecond), {}, time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600)),
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}

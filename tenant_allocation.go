@@ -124,6 +124,15 @@ type tenantWorld struct {
 	s       *TenantState
 	rc      *receiptIndex
 	sources map[string][]SourceCandidate
+	keyBuf  []byte
+}
+
+// level returns the stock level of (sku, loc) without building its key as a string.
+func (w *tenantWorld) level(sku, loc string) (*InventoryLevel, bool) {
+	k := append(append(append(w.keyBuf[:0], sku...), 0), loc...) // InventoryKey
+	w.keyBuf = k
+	l, ok := w.s.Inventory[string(k)] // no allocation for a map index
+	return l, ok
 }
 
 func (s *TenantState) world() *tenantWorld {
@@ -142,7 +151,7 @@ func (w *tenantWorld) LocationActive(loc string) bool {
 
 func (w *tenantWorld) Supply(sku, loc string) Supply {
 	sup := Supply{Receipts: w.rc.byKey[stockKey{sku, loc}]}
-	if l, ok := w.s.Inventory[InventoryKey(sku, loc)]; ok {
+	if l, ok := w.level(sku, loc); ok {
 		sup.OnHand, sup.ReservedOutside = l.QuantityOnHand, l.QuantityReserved
 		sup.SafetyStock = w.s.allocation.SafetyStock.Protected(nil, l.ReorderPoint)
 	}
@@ -158,7 +167,7 @@ func (w *tenantWorld) Sources(sku, _ string) []SourceCandidate {
 	lead, cost := w.s.transferLead(), w.s.allocation.TransferCostPerUnit
 	out := make([]SourceCandidate, 0, len(w.s.Locations))
 	for loc := range w.s.Locations {
-		_, stocked := w.s.Inventory[InventoryKey(sku, loc)]
+		_, stocked := w.level(sku, loc)
 		if stocked || len(w.rc.byKey[stockKey{sku, loc}]) > 0 {
 			out = append(out, SourceCandidate{LocationID: loc, LeadTimeDays: lead, UnitCost: cost})
 		}

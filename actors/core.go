@@ -319,6 +319,20 @@ func tenantTx[T any](ctx context.Context, c *Core, orgID string, fn func(*supply
 	return askQueued(ctx, c.engine, pid, c.queuedTenant, fn)
 }
 
+// tenantTxSend is tenantTx in two steps: it sends the transaction and returns at once; wait
+// answers as tenantTx would. Transactions sent one after the other from one goroutine run in
+// that order.
+func tenantTxSend[T any](ctx context.Context, c *Core, orgID string, fn func(*supplyplan.TenantState) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
+	pid, err := c.tenant(orgID)
+	if err != nil {
+		return func() (T, error) {
+			var zero T
+			return zero, err
+		}
+	}
+	return sendQueued(ctx, c.engine, pid, c.queuedTenant, fn)
+}
+
 // tenantRead runs a read of a tenant's state. It runs on the caller's goroutine under the state's
 // read lock when every write applied to the state is durable (durable.read): no message to the
 // actor, and reads of a tenant run in parallel. Otherwise (the actor is not started or loading, or a

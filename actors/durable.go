@@ -62,6 +62,7 @@ type loadedMsg[S State] struct {
 	idem  *idemTable
 	seq   uint64
 	err   error
+	gen   uint64 // the load that read it: only the newest counts
 }
 
 type reloadMsg struct{}
@@ -97,6 +98,7 @@ type durable[S State] struct {
 	loaded     bool
 	loadErr    error
 	stash      []any
+	loadGen    uint64        // loads started (startLoad); a loadedMsg of an older one is dropped
 	seq        uint64        // newest entry appended
 	durableSeq atomic.Uint64 // newest entry known durable
 	sinceSnap  int
@@ -201,10 +203,13 @@ func (d *durable[S]) startLoad() {
 	d.mu.Lock()
 	d.loaded = false
 	d.mu.Unlock()
-	engine, pid := d.engine, d.pid
+	// A load started earlier may have read the journal before what made this one necessary (a
+	// write that failed after it): only the newest load's state is taken.
+	d.loadGen++
+	engine, pid, gen := d.engine, d.pid, d.loadGen
 	go func() {
 		st, idem, seq, err := d.load()
-		engine.Send(pid, loadedMsg[S]{state: st, idem: idem, seq: seq, err: err})
+		engine.Send(pid, loadedMsg[S]{state: st, idem: idem, seq: seq, err: err, gen: gen})
 	}()
 }
 
@@ -255,6 +260,9 @@ func (d *durable[S]) clock() time.Time {
 }
 
 func (d *durable[S]) onLoaded(m loadedMsg[S]) {
+	if m.gen != d.loadGen {
+		return // a newer load is on its way
+	}
 	if m.err != nil {
 		d.loadErr = m.err
 		d.log.Error("cannot load state", "stream", d.stream, "err", m.err)
@@ -519,7 +527,12 @@ func ask[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, f
 
 // askQueued is ask counting the transaction in queued while it waits in the actor's mailbox.
 func askQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
-	var zero T
+	return sendQueued(ctx, e, pid, queued, fn)()
+}
+
+// sendQueued sends fn to the actor at pid and returns at once; wait waits for its reply or ctx's
+// end. Transactions sent one after the other from one goroutine run in that order.
+func sendQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
 	reply := make(chan txReply, 1)
 	claim := supplyplan.IdempotencyOf(ctx)
 	if claim != nil {
@@ -532,6 +545,11 @@ func askQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.
 		v, recs, err := fn(s)
 		return v, recs, err
 	}})
+	return func() (T, error) { return awaitReply[T](ctx, reply, claim) }
+}
+
+func awaitReply[T any](ctx context.Context, reply chan txReply, claim *supplyplan.IdempotencyClaim) (T, error) {
+	var zero T
 	select {
 	case r := <-reply:
 		if r.err != nil {

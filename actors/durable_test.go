@@ -19,9 +19,12 @@ import (
 type memJournal struct {
 	mu       sync.Mutex
 	streams  map[string]*memStream
-	hold     bool     // completions wait for release
-	held     []func() // in order
-	failNext int      // appends to fail
+	hold     bool                                     // completions wait for release
+	held     []func()                                 // in order
+	failNext int                                      // appends to fail
+	failIf   func(stream string, payload []byte) bool // fails the appends it picks
+	failLate time.Duration                            // a failure is reported this much later
+	next     map[string]uint64                        // per stream, the seq the next append must have (as streams.Journal)
 	loadErr  error
 	loads    int
 }
@@ -56,11 +59,24 @@ func (j *memJournal) complete(done func(error), err error) {
 func (j *memJournal) Append(stream string, seq uint64, payload []byte, done func(error)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.failNext > 0 {
-		j.failNext--
+	if want, ok := j.next[stream]; ok && seq != want {
+		j.complete(done, fmt.Errorf("entry %d out of sequence (%d expected)", seq, want))
+		return
+	}
+	if j.next == nil {
+		j.next = map[string]uint64{}
+	}
+	if j.failNext > 0 || (j.failIf != nil && j.failIf(stream, payload)) {
+		j.failNext = max(0, j.failNext-1)
+		j.next[stream] = seq // entries after a failed one fail until it is written again
+		if j.failLate > 0 {
+			time.AfterFunc(j.failLate, func() { done(errors.New("disk on fire")) })
+			return
+		}
 		j.complete(done, errors.New("disk on fire"))
 		return
 	}
+	j.next[stream] = seq + 1
 	s := j.stream(stream)
 	s.seqs = append(s.seqs, seq)
 	s.entries = append(s.entries, append([]byte(nil), payload...))

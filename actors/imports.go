@@ -349,6 +349,9 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string, rj *run
 	}
 	defer dec.cancel()
 	final := job
+	// Entity chunks are pipelined: chunk n+1 is sent (and applied) while chunk n's journal write
+	// is in flight; the job counts a chunk done, and publishes its events, once it is durable.
+	var inflight *pendingChunk
 	for c := range dec.chunks {
 		select {
 		case <-m.closing:
@@ -356,11 +359,21 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string, rj *run
 		default:
 		}
 		if job.Kind == supplyplan.ImportDemandHistory {
-			final, err = m.demandChunk(ctx, orgID, jobID, c.rows, c.start, c.end, after)
-		} else {
-			final, err = m.entityChunk(ctx, orgID, jobID, c.rows, c.start, c.end)
+			if final, err = m.demandChunk(ctx, orgID, jobID, c.rows, c.start, c.end, after); err != nil {
+				return err
+			}
+			continue
 		}
-		if err != nil {
+		next := m.sendChunk(ctx, orgID, jobID, c)
+		if inflight != nil {
+			if final, err = m.awaitChunk(ctx, orgID, jobID, inflight); err != nil {
+				return err
+			}
+		}
+		inflight = next
+	}
+	if inflight != nil {
+		if final, err = m.awaitChunk(ctx, orgID, jobID, inflight); err != nil {
 			return err
 		}
 	}
@@ -420,43 +433,107 @@ func startDecode(kind supplyplan.ImportKind, rows []json.RawMessage, from, chunk
 // job's progress in one tenant transaction: all of the chunk or none of it. The orders an orders
 // chunk writes are allocated in the same transaction (their reservations and events are part of
 // the chunk's write).
-func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, d supplyplan.DecodedRows, start, end int) (supplyplan.ImportJob, error) {
-	now := supplyplan.Now()
-	type chunkResult struct {
-		job supplyplan.ImportJob
-		evs []supplyplan.DomainEvent // allocation events, published once the chunk is durable
-	}
+func (m *importManager) entityChunk(ctx context.Context, orgID, jobID string, c decodedChunk) (supplyplan.ImportJob, error) {
 	var r chunkResult
 	err := retry(ctx, func() (err error) {
-		r, err = tenantTx(ctx, m.core, orgID, func(st *supplyplan.TenantState) (chunkResult, []supplyplan.Record, error) {
-			cur, ok := st.ImportJobs[jobID]
-			if !ok {
-				return chunkResult{}, nil, supplyplan.NotFound("Import job")
-			}
-			if cur.NextRow != start { // already applied (a retried step): nothing to do
-				return chunkResult{job: *cur}, nil, nil
-			}
-			res := st.ApplyImport(d, now)
-			recs := res.Records
-			var evs []supplyplan.DomainEvent
-			if m.alloc != nil && d.Kind == supplyplan.ImportOrders {
-				var allocRecs []supplyplan.Record
-				allocRecs, evs = m.alloc.importedOrders(st, recs)
-				recs = append(recs, allocRecs...)
-			}
-			j := *cur
-			progress(&j, res, end-start, end)
-			return chunkResult{j, evs}, append(recs, jobRecords(orgID, cur, j)...), nil
-		})
+		r, err = m.entityTx(ctx, orgID, jobID, c)()
 		return err
 	})
+	return m.chunkDone(r, err, c)
+}
+
+// chunkResult is what an entity chunk's transaction answers.
+type chunkResult struct {
+	job supplyplan.ImportJob
+	evs []supplyplan.DomainEvent // allocation events, published once the chunk is durable
+}
+
+// errChunkAhead: the chunk before this one is not applied (its transaction failed), so this one
+// was not either; it is written again once that one is.
+var errChunkAhead = errors.New("the previous chunk is not applied")
+
+// entityTx sends one attempt at an entity chunk's transaction; wait answers once its write is
+// durable.
+func (m *importManager) entityTx(ctx context.Context, orgID, jobID string, c decodedChunk) (wait func() (chunkResult, error)) {
+	now := supplyplan.Now()
+	t0 := time.Now()
+	var tFn, tEnd time.Time // set by the actor before it replies
+	nrecs := 0
+	send := tenantTxSend(ctx, m.core, orgID, func(st *supplyplan.TenantState) (chunkResult, []supplyplan.Record, error) {
+		tFn = time.Now()
+		defer func() { tEnd = time.Now() }()
+		cur, ok := st.ImportJobs[jobID]
+		if !ok {
+			return chunkResult{}, nil, supplyplan.NotFound("Import job")
+		}
+		if cur.NextRow < c.start {
+			return chunkResult{}, nil, errChunkAhead
+		}
+		if cur.NextRow != c.start { // already applied (a retried step): nothing to do
+			return chunkResult{job: *cur}, nil, nil
+		}
+		res := st.ApplyImport(c.rows, now)
+		recs := res.Records
+		var evs []supplyplan.DomainEvent
+		if m.alloc != nil && c.rows.Kind == supplyplan.ImportOrders {
+			var allocRecs []supplyplan.Record
+			allocRecs, evs = m.alloc.importedOrders(st, recs)
+			recs = append(recs, allocRecs...)
+		}
+		j := *cur
+		progress(&j, res, c.end-c.start, c.end)
+		recs = append(recs, jobRecords(orgID, cur, j)...)
+		nrecs = len(recs)
+		return chunkResult{j, evs}, recs, nil
+	})
+	return func() (chunkResult, error) {
+		r, err := send()
+		if ctx.Err() != nil {
+			return r, err // the actor may still be running fn: its times are not ours to read
+		}
+		m.core.log.Debug("import chunk", "job", jobID, "rows", c.end-c.start, "records", nrecs, "queued", tFn.Sub(t0),
+			"tx", tEnd.Sub(tFn), "durable", time.Since(tEnd), "err", err)
+		return r, err
+	}
+}
+
+// chunkDone publishes a durable chunk's events, or names the chunk in its error.
+func (m *importManager) chunkDone(r chunkResult, err error, c decodedChunk) (supplyplan.ImportJob, error) {
 	if err != nil {
-		return r.job, &jobError{stage: "recording rows " + rowRange(start, end) + " in the tenant journal", err: err, start: start, end: end}
+		return r.job, &jobError{stage: "recording rows " + rowRange(c.start, c.end) + " in the tenant journal", err: err, start: c.start, end: c.end}
 	}
 	if m.alloc != nil {
 		m.alloc.publish(r.evs)
 	}
 	return r.job, nil
+}
+
+// pendingChunk is an entity chunk whose transaction was sent and whose answer (once its write is
+// durable) is awaited.
+type pendingChunk struct {
+	c    decodedChunk
+	wait func() (chunkResult, error)
+}
+
+// sendChunk sends an entity chunk's transaction without waiting for it. The tenant's actor takes
+// the transactions of one sender in order, so the next chunk is applied after this one and while
+// this one's journal write is in flight.
+func (m *importManager) sendChunk(ctx context.Context, orgID, jobID string, c decodedChunk) *pendingChunk {
+	return &pendingChunk{c: c, wait: m.entityTx(ctx, orgID, jobID, c)}
+}
+
+// awaitChunk waits for a sent chunk to be durable. When its transaction failed (or found the
+// chunk before it not applied) it is written again, with retries, as entityChunk does: chunks are
+// applied in order, and the job's progress says which ones are.
+func (m *importManager) awaitChunk(ctx context.Context, orgID, jobID string, p *pendingChunk) (supplyplan.ImportJob, error) {
+	r, err := p.wait()
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.job, ctx.Err()
+		}
+		return m.entityChunk(ctx, orgID, jobID, p.c)
+	}
+	return m.chunkDone(r, nil, p.c)
 }
 
 func rowRange(start, end int) string { return strconv.Itoa(start) + " to " + strconv.Itoa(end-1) }

@@ -266,3 +266,69 @@ func TestAlertEvaluationWaitsForImports(t *testing.T) {
 		})
 	}
 }
+
+// Chunks are pipelined (the next one is applied while the previous one's journal write is in
+// flight): when a chunk's write fails, the chunk after it (applied on top of it) is not kept
+// either, and both are written again in order; the job ends with every row once, also after a
+// restart from the journal.
+func TestImportChunkWriteFailsMidJob(t *testing.T) {
+	j := newMemJournal()
+	dir := t.TempDir()
+	s := newServices(t, options{dir: dir, journal: j, imports: ImportConfig{ChunkSize: 10}})
+	p := s.bootstrap(t)
+	failed := 0
+	j.set(func(j *memJournal) {
+		// the failure is known late, as after a group commit: the next chunk is applied meanwhile
+		j.failLate = 50 * time.Millisecond
+		j.failIf = func(_ string, payload []byte) bool {
+			if failed == 0 && strings.Contains(string(payload), `"P-035"`) { // the 4th chunk, once
+				failed++
+				return true
+			}
+			return false
+		}
+	})
+	rows := make([]string, 100)
+	for i := range rows {
+		rows[i] = fmt.Sprintf(`{"externalId":"P-%03d"}`, i)
+	}
+	job := submit(t, s, p, supplyplan.ImportCatalog, rows)
+	j.set(func(*memJournal) {
+		if failed != 1 {
+			t.Fatalf("the write of the 4th chunk failed %d times, want 1", failed)
+		}
+	})
+	if job.Status != supplyplan.JobCompleted || job.AppliedCount != 100 || job.FailedCount != 0 || job.NextRow != 100 {
+		t.Fatalf("job %+v", job)
+	}
+	products := func(s *services) []string {
+		ids, err := tenantTx(context.Background(), s.core, p.OrgID, func(st *supplyplan.TenantState) ([]string, []supplyplan.Record, error) {
+			var ids []string
+			for _, pr := range st.Products {
+				ids = append(ids, pr.ExternalID)
+			}
+			return ids, nil, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	check := func(what string, ids []string) {
+		t.Helper()
+		seen := map[string]bool{}
+		for _, id := range ids {
+			seen[id] = true
+		}
+		for _, r := range rows {
+			var v struct{ ExternalID string }
+			_ = json.Unmarshal([]byte(r), &v)
+			if !seen[v.ExternalID] {
+				t.Fatalf("%s: product %s missing (%d products)", what, v.ExternalID, len(ids))
+			}
+		}
+	}
+	check("live", products(s))
+	s.close(t)
+	check("replayed", products(newServices(t, options{dir: dir, journal: j, imports: ImportConfig{ChunkSize: 10}})))
+}

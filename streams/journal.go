@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
@@ -65,6 +66,13 @@ type Journal struct {
 
 	// owned by the committer goroutine
 	segs map[string]*segment
+	// next is the seq the next append of a stream must have (absent: any). Entries of a stream
+	// follow each other without a gap: once an entry fails, the ones appended after it (written
+	// by a state that had applied it) fail too, until its writer appends that seq again (after
+	// reloading what is durable).
+	next map[string]uint64
+	// failWrite, in tests, fails the write of a stream's segment.
+	failWrite atomic.Pointer[func(stream string) error]
 }
 
 type reqKind uint8
@@ -96,6 +104,7 @@ type segment struct {
 	lastSeq   uint64       // newest entry written; MaxUint64 when unknown (reopened file)
 	lastErr   error
 	needsRoll bool
+	inject    error // tests: the next flush fails with it
 }
 
 // largeFrame is a frame whose payload (largePayload bytes or more) is written from the caller's
@@ -145,7 +154,7 @@ func OpenJournal(cfg JournalConfig) (*Journal, error) {
 		return nil, fmt.Errorf("create journal dir: %w", err)
 	}
 	j := &Journal{cfg: cfg, log: cfg.Logger, reqs: make(chan jreq, cfg.QueueLen), done: make(chan struct{}),
-		segs: map[string]*segment{}}
+		segs: map[string]*segment{}, next: map[string]uint64{}}
 	go j.commitLoop()
 	return j, nil
 }
@@ -294,10 +303,23 @@ func (j *Journal) drain(batch *[]jreq) bool {
 func (j *Journal) commit(batch []jreq) {
 	touched := make([]*segment, 0, 4)
 	errs := map[string]error{}
+	var refused map[int]error    // appends out of sequence, by batch index
+	first := map[string]uint64{} // each stream's first entry in this batch
 	for i := range batch {
 		r := &batch[i]
 		switch r.kind {
 		case reqAppend:
+			if want, ok := j.next[r.stream]; ok && r.seq != want {
+				if refused == nil {
+					refused = map[int]error{}
+				}
+				refused[i] = fmt.Errorf("journal entry %d of %s out of sequence (%d expected: an entry before it failed)", r.seq, r.stream, want)
+				continue
+			}
+			if _, ok := first[r.stream]; !ok {
+				first[r.stream] = r.seq
+			}
+			j.next[r.stream] = r.seq + 1
 			s, err := j.segmentFor(r.stream, r.seq)
 			if err != nil {
 				errs[r.stream] = err
@@ -327,6 +349,13 @@ func (j *Journal) commit(batch []jreq) {
 		}
 	}
 	flushStart := time.Now()
+	if fail := j.failWrite.Load(); fail != nil {
+		for name, seg := range j.segs {
+			if seg.pending() > 0 {
+				seg.inject = (*fail)(name)
+			}
+		}
+	}
 	j.flush(touched)
 	if m := j.cfg.Metrics; m != nil && len(touched) > 0 {
 		appends := 0
@@ -346,10 +375,20 @@ func (j *Journal) commit(batch []jreq) {
 			}
 		}
 	}
+	for name := range errs {
+		// nothing of the stream in this batch is durable: its writer appends from there again
+		if seq, ok := first[name]; ok {
+			j.next[name] = seq
+		}
+	}
 	for i := range batch {
 		r := &batch[i]
 		if r.done != nil {
-			r.done(errs[r.stream])
+			err := errs[r.stream]
+			if e, ok := refused[i]; ok {
+				err = e
+			}
+			r.done(err)
 		}
 	}
 	if m := j.cfg.Metrics; m != nil {
@@ -374,7 +413,8 @@ func (j *Journal) flush(touched []*segment) {
 			off += int64(n)
 			return err
 		}
-		var err error
+		err := s.inject // a test's failure: nothing is written
+		s.inject = nil
 		prev := 0
 		for i := 0; i < len(s.large) && err == nil; i++ {
 			l := &s.large[i]

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -268,5 +269,34 @@ func TestJournalGatherWaitsForThePreviousGroup(t *testing.T) {
 	close(j.reqs)
 	if b := <-out; len(b) != 1 {
 		t.Fatalf("the batch holds %d requests after the queue closed", len(b))
+	}
+}
+
+// An entry that fails takes the entries appended after it down with it (they were written by a
+// state that had applied it) until its writer appends its seq again; the log never has a gap.
+func TestJournalFailedEntryRefusesTheOnesAfterIt(t *testing.T) {
+	dir := t.TempDir()
+	j := mustJournal(t, dir, 0)
+	appendSync(t, j, "s", 1, "one")
+	appendAsync := func(seq uint64, payload string) chan error {
+		ch := make(chan error, 1)
+		j.Append("s", seq, []byte(payload), func(err error) { ch <- err })
+		return ch
+	}
+	fail := func(string) error { return errors.New("disk on fire") }
+	j.failWrite.Store(&fail)
+	if err := <-appendAsync(2, "two"); err == nil {
+		t.Fatal("append 2: no error from the failing write")
+	}
+	j.failWrite.Store(nil)
+	if err := <-appendAsync(3, "three"); err == nil {
+		t.Fatal("append 3 after 2 failed: no error, the log would miss 2")
+	}
+	appendSync(t, j, "s", 2, "two again")
+	appendSync(t, j, "s", 3, "three again")
+	appendSync(t, j, "other", 7, "another stream is not held back")
+	_, got, _ := loadAll(t, j, "s")
+	if want := []string{"1:one", "2:two again", "3:three again"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("entries %q, want %q", got, want)
 	}
 }
