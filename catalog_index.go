@@ -10,13 +10,15 @@ import (
 // page of the inventory list (GET /api/inventory, the console's inventory screen) costs the page
 // rather than a pass over and a selection among every level: a tenant of 50,000 levels is paged
 // on every render. A write that keeps a level's place (a stock change, the usual write) replaces
-// its pointer in place; one that adds a level after the last keeps the order by appending;
-// anything else (a level added in the middle, a deletion) marks the order stale, and the next
-// read sorts again, once, under mu: reads of a tenant run in parallel (tenantRead).
+// its pointer in place; a level added or deleted shifts the order, until the shifts since the
+// last sort add up to a few times the order's length (a bulk import in no order): then the order
+// is marked stale and the next read sorts it again, once, under mu (reads of a tenant run in
+// parallel, tenantRead).
 type levelOrder struct {
 	mu    sync.Mutex
 	list  []*InventoryLevel
 	stale bool
+	moved int // elements shifted since the last sort
 }
 
 func compareLevels(a, b *InventoryLevel) int {
@@ -33,17 +35,42 @@ func (o *levelOrder) update(old, cur *InventoryLevel) {
 	if o.stale {
 		return
 	}
-	switch {
-	case old != nil && cur != nil && compareLevels(old, cur) == 0:
+	if old != nil && cur != nil && compareLevels(old, cur) == 0 {
 		if i, ok := slices.BinarySearchFunc(o.list, old, compareLevels); ok {
 			o.list[i] = cur
 			return
 		}
-	case old == nil && cur != nil && (len(o.list) == 0 || compareLevels(o.list[len(o.list)-1], cur) < 0):
-		o.list = append(o.list, cur)
+		o.stale, o.list = true, nil
 		return
 	}
-	o.stale, o.list = true, nil
+	if old != nil {
+		i, ok := slices.BinarySearchFunc(o.list, old, compareLevels)
+		if !ok {
+			o.stale, o.list = true, nil
+			return
+		}
+		if o.shift(len(o.list) - i) {
+			o.list = slices.Delete(o.list, i, i+1)
+		}
+	}
+	if cur != nil && !o.stale {
+		if i, ok := slices.BinarySearchFunc(o.list, cur, compareLevels); ok {
+			o.list[i] = cur
+		} else if o.shift(len(o.list) - i) {
+			o.list = slices.Insert(o.list, i, cur)
+		}
+	}
+}
+
+// shift accounts for moving n elements, or marks the order stale when the shifts since the last
+// sort would exceed 4 times its length.
+func (o *levelOrder) shift(n int) bool {
+	if o.moved+n > 4*len(o.list)+1024 {
+		o.stale, o.list = true, nil
+		return false
+	}
+	o.moved += n
+	return true
 }
 
 // sorted returns the levels in order, sorting them first when the order is stale. The caller
@@ -57,7 +84,7 @@ func (o *levelOrder) sorted(all map[string]*InventoryLevel) []*InventoryLevel {
 			o.list = append(o.list, l)
 		}
 		slices.SortFunc(o.list, compareLevels)
-		o.stale = false
+		o.stale, o.moved = false, 0
 	}
 	return o.list
 }

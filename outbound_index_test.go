@@ -47,6 +47,16 @@ func naiveDeliveries(all map[string]*Delivery, ep string, f DeliveryFilter) Deli
 // out-of-order trigger times), deletes and a snapshot round trip, every page of alert history and
 // of each endpoint's deliveries equals the page computed from the maps by sorting everything.
 func TestOutboundIndexes(t *testing.T) {
+	for _, limit := range []int{1024, 3} { // 3: most shifts mark an order stale
+		t.Run(fmt.Sprint("shiftLimit=", limit), func(t *testing.T) {
+			defer func(old int) { shiftLimit = old }(shiftLimit)
+			shiftLimit = limit
+			testOutboundIndexes(t)
+		})
+	}
+}
+
+func testOutboundIndexes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	base := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	st := NewOutboundState("org")

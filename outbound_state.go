@@ -46,8 +46,10 @@ type OutboundState struct {
 	byEvent map[string]string // eventID \x00 target id -> delivery id (derived)
 	// alertOrder is every alert, oldest first; byEndpoint every endpoint delivery per endpoint,
 	// oldest first (derived, outbound_index.go).
-	alertOrder []*Alert
-	byEndpoint map[string][]*Delivery
+	alertOrder     []*Alert
+	alertsStale    bool
+	byEndpoint     map[string][]*Delivery
+	staleEndpoints map[string]bool
 }
 
 // NewOutboundState returns the empty state of an owner.
