@@ -1,7 +1,6 @@
 package supplyplan
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/mail"
@@ -391,35 +390,6 @@ func (f AlertFilter) Match(a *Alert) bool {
 		return false
 	}
 	return true
-}
-
-// PageAlerts filters alerts and returns the requested page, newest first.
-func PageAlerts(all map[string]*Alert, f AlertFilter) AlertPage {
-	if f.Limit <= 0 {
-		f.Limit = DefaultAlertPage
-	}
-	if f.Page <= 0 {
-		f.Page = 1
-	}
-	// Sort pointers and copy only the page: a history of tens of thousands of alerts is paged
-	// (operator console, GET history) without copying every alert.
-	out := []*Alert{}
-	for _, a := range all {
-		if f.Match(a) {
-			out = append(out, a)
-		}
-	}
-	p := AlertPage{Alerts: []Alert{}, Pagination: NewPagination(f.Page, f.Limit, len(out))}
-	window := SortedWindow(out, func(a, b *Alert) int {
-		if c := b.TriggeredAt.Compare(a.TriggeredAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
-	}, (f.Page-1)*f.Limit, f.Limit)
-	for _, a := range window {
-		p.Alerts = append(p.Alerts, *a)
-	}
-	return p
 }
 
 // TriggerInput is the body of POST /api/admin/alerts/trigger.

@@ -42,6 +42,7 @@ type CatalogState struct {
 	Orders         map[string]*Order          `json:"orders"`
 
 	skuIndex map[string]string // product sku -> product id (derived, rebuilt on load)
+	levels   *levelOrder       // Inventory by product then location (derived, catalog_index.go)
 	// quarantined are the stored numbers left out since takeQuarantined last ran (quarantine.go).
 	quarantined []QuarantinedValue
 }
@@ -58,6 +59,7 @@ func (s *CatalogState) init() {
 	for id, p := range s.Products {
 		s.skuIndex[p.SKU] = id
 	}
+	s.levels = &levelOrder{stale: true}
 }
 
 // initMap makes *m non-nil.
@@ -88,12 +90,15 @@ func (s *CatalogState) Apply(r Record) error {
 	case KindLocation:
 		return putValue(s.Locations, r)
 	case KindInventory:
+		old := s.Inventory[r.ID]
 		if err := putValue(s.Inventory, r); err != nil {
 			return err
 		}
-		if l, ok := s.Inventory[r.ID]; ok {
-			s.shareLevel(l)
+		cur := s.Inventory[r.ID]
+		if cur != nil {
+			s.shareLevel(cur)
 		}
+		s.levels.update(old, cur)
 		return nil
 	case KindSupplier:
 		return putValue(s.Suppliers, r)
@@ -294,40 +299,6 @@ func (s *CatalogState) ListLocations(f LocationFilter) Page[Location] {
 	}
 	slices.SortFunc(out, func(a, b Location) int { return cmp.Compare(a.ID, b.ID) })
 	return page(out, f.Limit, f.Offset)
-}
-
-// ListInventory returns levels by product then location.
-func (s *CatalogState) ListInventory(f InventoryFilter) Page[InventoryLevel] {
-	sku := f.SKU
-	if p, ok := s.ProductBySKU(sku); ok {
-		sku = p.ID
-	}
-	// Sort pointers and copy only the page (50,000 levels are paged without copying each).
-	matches := make([]*InventoryLevel, 0)
-	for _, l := range s.Inventory {
-		if (sku != "" && l.SKU != sku) || (f.LocationID != "" && l.LocationID != f.LocationID) {
-			continue
-		}
-		if f.BelowReorder && l.Available() >= l.ReorderPoint {
-			continue
-		}
-		matches = append(matches, l)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	window := SortedWindow(matches, func(a, b *InventoryLevel) int {
-		if c := cmp.Compare(a.SKU, b.SKU); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.LocationID, b.LocationID)
-	}, f.Offset, limit)
-	out := Page[InventoryLevel]{Items: make([]InventoryLevel, len(window)), Total: len(matches), Limit: limit, Offset: f.Offset}
-	for i, l := range window {
-		out.Items[i] = *l
-	}
-	return out
 }
 
 // GetOrder returns an order by its external id.

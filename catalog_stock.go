@@ -2,6 +2,7 @@ package supplyplan
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -101,7 +102,15 @@ func (s *CatalogState) Bins(locationID, sku string) ([]Bin, error) {
 		productID = p.ID
 	}
 	byBin := map[string]*Bin{}
-	for _, l := range s.Inventory {
+	levels := maps.Values(s.Inventory)
+	if productID != "" { // one product at one location: one level at most, not a pass over every level
+		levels = func(yield func(*InventoryLevel) bool) {
+			if l, ok := s.Inventory[InventoryKey(productID, locationID)]; ok {
+				yield(l)
+			}
+		}
+	}
+	for l := range levels {
 		if l.LocationID != locationID || (productID != "" && l.SKU != productID) {
 			continue
 		}

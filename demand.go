@@ -63,6 +63,39 @@ func (w WeekValue) MarshalJSON() ([]byte, error) {
 	}{w.Week, Quantity(w.Actual), Quantity(w.Forecasted), w.Stockout})
 }
 
+// DemandKeyFilter selects the series of an organization: of one product and/or location (empty:
+// any), of one channel, or with Channel ChannelAll every (sku, location) once, named with channel
+// ChannelAll.
+type DemandKeyFilter struct {
+	SKU, Location, Channel string
+}
+
+// PageDemandKeys applies a DemandKeyFilter and a window to keys sorted by sku, location, channel
+// (a store without an index of its own lists its keys and pages them with this).
+func PageDemandKeys(keys []DemandKey, f DemandKeyFilter, offset, limit int) ([]DemandKey, int) {
+	out, total := []DemandKey{}, 0
+	var prev DemandKey
+	for _, k := range keys {
+		if (f.SKU != "" && k.SKU != f.SKU) || (f.Location != "" && k.Location != f.Location) {
+			continue
+		}
+		if f.Channel == ChannelAll {
+			k.Channel = ChannelAll
+			if total > 0 && k == prev {
+				continue
+			}
+			prev = k
+		} else if k.Channel != f.Channel {
+			continue
+		}
+		if total >= offset && total < offset+limit {
+			out = append(out, k)
+		}
+		total++
+	}
+	return out, total
+}
+
 // DemandQuery selects rows for an aggregate. Empty lists mean "all"; zero times mean unbounded
 // (From and To are inclusive week starts). GroupBy holds any of "sku", "location", "channel", "week".
 type DemandQuery struct {
@@ -100,6 +133,9 @@ type DemandStore interface {
 	// Keys lists every stored (sku, location, channel) of an organization, sorted, in a new slice
 	// the caller owns.
 	Keys(ctx context.Context, orgID string) ([]DemandKey, error)
+	// KeyPage is the window [offset, offset+limit) of the keys that pass f, in the order of Keys,
+	// and how many pass: a page of the series search without listing every key.
+	KeyPage(ctx context.Context, orgID string, f DemandKeyFilter, offset, limit int) (keys []DemandKey, total int, err error)
 	// Aggregate sums actual and forecasted demand over the query's rows, grouped as asked.
 	Aggregate(ctx context.Context, orgID string, q DemandQuery) ([]DemandAggregate, error)
 	Close() error

@@ -44,6 +44,12 @@ type OutboundState struct {
 	Deliveries map[string]*Delivery        `json:"deliveries"`
 
 	byEvent map[string]string // eventID \x00 target id -> delivery id (derived)
+	// alertOrder is every alert, oldest first; byEndpoint every endpoint delivery per endpoint,
+	// oldest first (derived, outbound_index.go).
+	alertOrder     []*Alert
+	alertsStale    bool
+	byEndpoint     map[string][]*Delivery
+	staleEndpoints map[string]bool
 }
 
 // NewOutboundState returns the empty state of an owner.
@@ -70,6 +76,7 @@ func (s *OutboundState) init() {
 	for id, d := range s.Deliveries {
 		s.byEvent[d.dedupKey()] = id
 	}
+	s.buildIndexes()
 }
 
 // UnmarshalJSON decodes a snapshot and rebuilds the derived index.
@@ -115,21 +122,32 @@ func (s *OutboundState) Apply(r Record) error {
 		s.Config = v
 		return nil
 	case KindAlertHistory:
-		return putValue(s.Alerts, r)
+		old := s.Alerts[r.ID]
+		if err := putValue(s.Alerts, r); err != nil {
+			return err
+		}
+		s.indexAlert(old, s.Alerts[r.ID])
+		return nil
 	case KindAlertGate:
 		return putValue(s.Gate, r)
 	case KindWebhookEndpoint:
 		return putValue(s.Endpoints, r)
 	case KindDelivery:
-		if old, ok := s.Deliveries[r.ID]; ok {
+		old, had := s.Deliveries[r.ID]
+		if had {
 			delete(s.byEvent, old.dedupKey())
 		}
 		if err := putValue(s.Deliveries, r); err != nil {
+			if had {
+				s.byEvent[old.dedupKey()] = r.ID
+			}
 			return err
 		}
-		if d, ok := s.Deliveries[r.ID]; ok {
+		d := s.Deliveries[r.ID]
+		if d != nil {
 			s.byEvent[d.dedupKey()] = r.ID
 		}
+		s.indexDelivery(old, d)
 		return nil
 	}
 	return fmt.Errorf("outbound state: unknown record kind %q", r.Kind)
@@ -396,28 +414,6 @@ func (s *OutboundState) PendingDeliveries() []Delivery {
 		}
 	}
 	return out
-}
-
-// ListDeliveries returns an endpoint's deliveries, newest first.
-func (s *OutboundState) ListDeliveries(endpointID string, f DeliveryFilter) DeliveryPage {
-	if f.Limit <= 0 {
-		f.Limit = DefaultAlertPage
-	}
-	if f.Page <= 0 {
-		f.Page = 1
-	}
-	out := []Delivery{}
-	for _, d := range s.Deliveries {
-		if d.Target == TargetEndpoint && d.EndpointID == endpointID && (f.Status == "" || d.Status == f.Status) {
-			out = append(out, *d)
-		}
-	}
-	slices.SortFunc(out, func(a, b Delivery) int { return cmp.Compare(b.ID, a.ID) })
-	p := DeliveryPage{Deliveries: []Delivery{}, Pagination: NewPagination(f.Page, f.Limit, len(out))}
-	if start := (f.Page - 1) * f.Limit; start < len(out) {
-		p.Deliveries = out[start:min(start+f.Limit, len(out))]
-	}
-	return p
 }
 
 // Prune returns the records that forget old state: alerts beyond MaxAlertHistory, finished

@@ -136,7 +136,7 @@ func (s *Alerts) PutAlertConfig(ctx context.Context, p supplyplan.Principal, in 
 // ListAlerts returns a page of the tenant's alert history.
 func (s *Alerts) ListAlerts(ctx context.Context, p supplyplan.Principal, f supplyplan.AlertFilter) (supplyplan.AlertPage, error) {
 	return outboundTx(ctx, s.core, p.OrgID, func(st *supplyplan.OutboundState) (supplyplan.AlertPage, []supplyplan.Record, error) {
-		return supplyplan.PageAlerts(st.Alerts, f), nil, nil
+		return st.PageAlerts(f), nil, nil
 	})
 }
 

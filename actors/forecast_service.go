@@ -110,13 +110,11 @@ func (s *Forecasts) Forecast(ctx context.Context, p supplyplan.Principal, q supp
 	if product != "" && q.LocationID != "" {
 		keys = []supplyplan.DemandKey{{SKU: product, Location: q.LocationID, Channel: q.Channel}}
 	} else {
-		all, err := s.fc.seriesKeys(ctx, p.OrgID, product, q.LocationID, q.Channel)
+		// A page of the series search is cut from the store's kept order, not from every key.
+		keys, total, err = s.demand.KeyPage(ctx, p.OrgID, supplyplan.DemandKeyFilter{SKU: product, Location: q.LocationID, Channel: q.Channel},
+			max(q.Offset, 0), q.Limit)
 		if err != nil {
-			return supplyplan.ForecastResponse{}, err
-		}
-		total = len(all)
-		if q.Offset < len(all) {
-			keys = all[q.Offset:min(q.Offset+q.Limit, len(all))]
+			return supplyplan.ForecastResponse{}, fmt.Errorf("list demand series: %w", err)
 		}
 	}
 	res, err := s.fc.runWith(ctx, p.OrgID, keys, opt, q.AsOf, q.NoEvents)

@@ -49,6 +49,9 @@ func (f *flakyDemand) SeriesBatch(context.Context, string, []supplyplan.DemandKe
 	return map[supplyplan.DemandKey][]supplyplan.WeekValue{}, nil
 }
 func (f *flakyDemand) Keys(context.Context, string) ([]supplyplan.DemandKey, error) { return nil, nil }
+func (f *flakyDemand) KeyPage(context.Context, string, supplyplan.DemandKeyFilter, int, int) ([]supplyplan.DemandKey, int, error) {
+	return []supplyplan.DemandKey{}, 0, nil
+}
 func (f *flakyDemand) Aggregate(context.Context, string, supplyplan.DemandQuery) ([]supplyplan.DemandAggregate, error) {
 	return []supplyplan.DemandAggregate{{}}, nil
 }

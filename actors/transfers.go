@@ -383,9 +383,8 @@ func transferEventName(st supplyplan.TransferStatus) string {
 
 // Bins lists a location's bins.
 func (s *Transfers) Bins(ctx context.Context, p supplyplan.Principal, locationID, sku string) ([]supplyplan.Bin, error) {
-	return tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Bin, []supplyplan.Record, error) {
-		b, err := st.Bins(locationID, sku)
-		return b, nil, err
+	return tenantRead(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) ([]supplyplan.Bin, error) {
+		return st.Bins(locationID, sku)
 	})
 }
 

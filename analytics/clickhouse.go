@@ -665,6 +665,17 @@ func (s *ClickHouseStore) Keys(ctx context.Context, orgID string) ([]supplyplan.
 	return out, nil
 }
 
+// KeyPage pages the keys of Keys (the query lists them all; ClickHouse answers it from its sorted
+// parts).
+func (s *ClickHouseStore) KeyPage(ctx context.Context, orgID string, f supplyplan.DemandKeyFilter, offset, limit int) ([]supplyplan.DemandKey, int, error) {
+	keys, err := s.Keys(ctx, orgID)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, total := supplyplan.PageDemandKeys(keys, f, offset, limit)
+	return out, total, nil
+}
+
 // Aggregate sums actual and forecasted demand in ClickHouse over the cells of cellsSQL, grouped
 // as asked.
 func (s *ClickHouseStore) Aggregate(ctx context.Context, orgID string, q supplyplan.DemandQuery) ([]supplyplan.DemandAggregate, error) {

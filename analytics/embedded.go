@@ -547,6 +547,18 @@ func (s *EmbeddedStore) Keys(ctx context.Context, orgID string) ([]supplyplan.De
 	return t.keys(), nil
 }
 
+// KeyPage pages the organization's series from their kept order, without listing them.
+func (s *EmbeddedStore) KeyPage(ctx context.Context, orgID string, f supplyplan.DemandKeyFilter, offset, limit int) ([]supplyplan.DemandKey, int, error) {
+	t, err := s.reader(orgID)
+	if t == nil {
+		return []supplyplan.DemandKey{}, 0, err
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	keys, total := t.keyPage(f, offset, limit)
+	return keys, total, nil
+}
+
 // Aggregate sums actual and forecasted demand over the query's weeks, grouped as asked.
 func (s *EmbeddedStore) Aggregate(ctx context.Context, orgID string, q supplyplan.DemandQuery) ([]supplyplan.DemandAggregate, error) {
 	group, err := parseGroupBy(q.GroupBy)

@@ -669,6 +669,19 @@ func (t *tenant) key(s *series) supplyplan.DemandKey {
 func (t *tenant) keys() []supplyplan.DemandKey {
 	t.sortedMu.Lock()
 	defer t.sortedMu.Unlock()
+	order := t.order()
+	out := make([]supplyplan.DemandKey, 0, len(order))
+	for _, si := range order {
+		if s := t.at(si); s.n > 0 {
+			out = append(out, t.key(s))
+		}
+	}
+	return out
+}
+
+// order returns the series in key order, sorting them when a series was added since the last
+// call. Callers hold t.mu shared and t.sortedMu.
+func (t *tenant) order() []int32 {
 	if t.sorted == nil {
 		order := make([]int32, t.count)
 		for i := range order {
@@ -677,13 +690,51 @@ func (t *tenant) keys() []supplyplan.DemandKey {
 		slices.SortFunc(order, func(a, b int32) int { return compareKeys(t.key(t.at(a)), t.key(t.at(b))) })
 		t.sorted = order
 	}
-	out := make([]supplyplan.DemandKey, 0, len(t.sorted))
-	for _, si := range t.sorted {
-		if s := t.at(si); s.n > 0 {
-			out = append(out, t.key(s))
-		}
+	return t.sorted
+}
+
+// keyPage is supplyplan.PageDemandKeys over the kept order, comparing interned ids: it walks 4
+// bytes a series and builds only the page's keys. Callers hold t.mu shared.
+func (t *tenant) keyPage(f supplyplan.DemandKeyFilter, offset, limit int) ([]supplyplan.DemandKey, int) {
+	out := []supplyplan.DemandKey{}
+	id := func(name string) (uint32, bool) {
+		v, ok := t.ids[name]
+		return v, ok
 	}
-	return out
+	sku, okSKU := id(f.SKU)
+	loc, okLoc := id(f.Location)
+	all := f.Channel == supplyplan.ChannelAll
+	ch, okCh := id(f.Channel)
+	if (f.SKU != "" && !okSKU) || (f.Location != "" && !okLoc) || (!all && !okCh) {
+		return out, 0
+	}
+	t.sortedMu.Lock()
+	defer t.sortedMu.Unlock()
+	total := 0
+	var prevSKU, prevLoc uint32
+	for _, si := range t.order() {
+		s := t.at(si)
+		if s.n == 0 || (f.SKU != "" && s.sku != sku) || (f.Location != "" && s.loc != loc) {
+			continue
+		}
+		if all {
+			if total > 0 && s.sku == prevSKU && s.loc == prevLoc {
+				continue
+			}
+			prevSKU, prevLoc = s.sku, s.loc
+		} else if s.ch != ch {
+			continue
+		}
+		if total >= offset && total < offset+limit {
+			k := t.key(s)
+			if all {
+				k.Channel = supplyplan.ChannelAll
+			}
+			out = append(out, k)
+		}
+		total++
+	}
+	return out, total
 }
 
 type groupKey struct {

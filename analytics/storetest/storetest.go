@@ -34,6 +34,7 @@ func Run(t *testing.T, opener Opener) {
 		{"SeriesRange", testSeriesRange},
 		{"SeriesBatch", testSeriesBatch},
 		{"KeysSorted", testKeysSorted},
+		{"KeyPage", testKeyPage},
 		{"Aggregate", testAggregate},
 		{"TenantIsolation", testTenantIsolation},
 		{"LargeBatch", testLargeBatch},
@@ -373,6 +374,63 @@ func testKeysSorted(t *testing.T, open func() supplyplan.DemandStore) {
 	none, err := s.Keys(ctxFor(t), "nobody")
 	if err != nil || len(none) != 0 {
 		t.Errorf("Keys(unknown organization) = %v, %v; want empty", none, err)
+	}
+}
+
+// testKeyPage: every window of every filter (product, location, one channel, every channel merged
+// as ALL, names unknown to the organization) equals the window of the full sorted list filtered by
+// definition, and the total counts every key that passes; a series added later takes its place.
+func testKeyPage(t *testing.T, open func() supplyplan.DemandStore) {
+	s := open()
+	var rows []supplyplan.DemandRow
+	for i, sku := range []string{"b", "a", "B", "a-1"} {
+		for j, loc := range []string{"L2", "L1", "L3"} {
+			for c, ch := range []string{"WEB", "ALL", "STORE"} {
+				if (i+j+c)%4 != 3 {
+					rows = append(rows, row(sku, loc, ch, 1+c, 1, 1))
+				}
+			}
+		}
+	}
+	MustUpsert(t, s, "org", rows...)
+	check := func() {
+		t.Helper()
+		all, err := s.Keys(ctxFor(t), "org")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []supplyplan.DemandKeyFilter{{Channel: "ALL"}, {Channel: "WEB"}, {SKU: "a", Channel: "ALL"}, {Location: "L3", Channel: "ALL"},
+			{SKU: "B", Location: "L1", Channel: "STORE"}, {Location: "L2", Channel: "WEB"}, {SKU: "nope", Channel: "ALL"}, {Channel: "NONE"}, {Location: "L9", Channel: "WEB"}} {
+			var want []supplyplan.DemandKey
+			for _, k := range all {
+				if (f.SKU != "" && k.SKU != f.SKU) || (f.Location != "" && k.Location != f.Location) || (f.Channel != "ALL" && k.Channel != f.Channel) {
+					continue
+				}
+				if f.Channel == "ALL" {
+					k.Channel = "ALL"
+					if len(want) > 0 && want[len(want)-1] == k {
+						continue
+					}
+				}
+				want = append(want, k)
+			}
+			for _, w := range [][2]int{{0, 1}, {0, 5}, {2, 3}, {5, 100}, {len(want), 4}, {len(want) + 3, 2}} {
+				got, total, err := s.KeyPage(ctxFor(t), "org", f, w[0], w[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				exp := want[min(w[0], len(want)):min(w[0]+w[1], len(want))]
+				if total != len(want) || !slices.Equal(got, exp) || got == nil {
+					t.Errorf("KeyPage(%+v, %d, %d) = %v of %d; want %v of %d", f, w[0], w[1], got, total, exp, len(want))
+				}
+			}
+		}
+	}
+	check()
+	MustUpsert(t, s, "org", row("a", "L0", "WEB", 1, 1, 1), row("zz", "L1", "ALL", 2, 1, 1))
+	check()
+	if got, total, err := s.KeyPage(ctxFor(t), "nobody", supplyplan.DemandKeyFilter{Channel: "ALL"}, 0, 10); err != nil || total != 0 || len(got) != 0 {
+		t.Errorf("KeyPage(unknown organization) = %v, %d, %v; want empty", got, total, err)
 	}
 }
 

@@ -61,6 +61,7 @@ var benches = []struct {
 	{"loops", benchLoops},
 	{"ops", benchOps},
 	{"loopruntime", benchLoopRuntime},
+	{"console", benchConsole},
 }
 
 // env is what every benchmark gets.
