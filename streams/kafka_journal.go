@@ -519,8 +519,25 @@ func readPartition(ctx context.Context, brokers []string, topic string, p int32,
 	}
 }
 
-// stableOffset asks the partition leader for the last stable offset (read_committed end).
+// stableOffset asks the partition leader for the last stable offset (read_committed end),
+// retrying retriable errors (a topic just created is not known to every broker at once) for
+// up to 10 seconds.
 func stableOffset(ctx context.Context, cl *kgo.Client, topic string, p int32) (int64, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		off, err := listStableOffset(ctx, cl, topic, p)
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			return off, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("list offsets of %s/%d: %w", topic, p, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func listStableOffset(ctx context.Context, cl *kgo.Client, topic string, p int32) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.IsolationLevel = 1
 	rt := kmsg.NewListOffsetsRequestTopic()
