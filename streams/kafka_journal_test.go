@@ -463,3 +463,124 @@ func TestKafkaJournalSnapshotAfterFailedAppendRefused(t *testing.T) {
 		t.Fatalf("snapshot after reload: %v", err)
 	}
 }
+
+// A snapshot larger than Kafka's message size goes in chunks under it; the next snapshot
+// tombstones the previous one's chunks so that compaction can drop them.
+func TestKafkaJournalLargeSnapshotChunked(t *testing.T) {
+	brokers := MustKafka(t, 1)
+	const stream = "tenant-large"
+	p := HashPartition(stream, 1)
+	a := MustKafkaJournal(t, brokers, 1, "a", []int32{p})
+	big := make([]byte, 3<<20+123)
+	for i := range big {
+		big[i] = byte(i * 7919 >> 8)
+	}
+	if err := appendWait(a, stream, 1, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SaveSnapshot(stream, 1, big); err != nil {
+		t.Fatalf("save a %d-byte snapshot: %v", len(big), err)
+	}
+	a.mu.RLock()
+	chunks := len(a.owners[p].heads[stream].Chunks)
+	a.mu.RUnlock()
+	if want := (len(big) + (512<<10 - 1)) / (512 << 10); chunks != want {
+		t.Fatalf("%d chunks, want %d", chunks, want)
+	}
+	b := MustKafkaJournal(t, brokers, 1, "b", []int32{p})
+	l := mustLoad(t, b, stream)
+	if l.snapSeq != 1 || string(l.snapData) != string(big) || len(l.seqs) != 0 {
+		t.Fatalf("restored snapshot %d: %d bytes (want %d), %d entries", l.snapSeq, len(l.snapData), len(big), len(l.seqs))
+	}
+	if err := appendWait(b, stream, 2, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SaveSnapshot(stream, 2, []byte("small")); err != nil {
+		t.Fatal(err)
+	}
+	tombstones := 0
+	err := readPartition(context.Background(), brokers, DefaultSnapshotTopic, p, 0, func(r *kgo.Record) error {
+		if !r.Attrs.IsControl() && r.Value == nil && len(r.Key) > 2 && string(r.Key[:2]) == snapChunkPrefix {
+			tombstones++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tombstones != chunks {
+		t.Fatalf("%d chunk tombstones, want %d", tombstones, chunks)
+	}
+	c := MustKafkaJournal(t, brokers, 1, "c", []int32{p})
+	if l := mustLoad(t, c, stream); l.snapSeq != 2 || string(l.snapData) != "small" {
+		t.Fatalf("after the second snapshot: %d %q", l.snapSeq, l.snapData)
+	}
+}
+
+// A takeover while the old owner is writing: every append the old owner had acknowledged is read
+// by the new owner exactly once, and none that failed is.
+func TestKafkaJournalTakeoverUnderLoad(t *testing.T) {
+	brokers := MustKafka(t, 1)
+	const streams = 6
+	a := MustKafkaJournal(t, brokers, 1, "a", []int32{0})
+	type result struct {
+		acked, failed []uint64
+	}
+	results := make([]result, streams)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for s := range streams {
+		stream := fmt.Sprintf("tenant-load%d", s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mu sync.Mutex
+			var acks sync.WaitGroup
+			for seq := uint64(1); ; seq++ {
+				select {
+				case <-stop:
+					acks.Wait()
+					return
+				default:
+				}
+				acks.Add(1)
+				a.Append(stream, seq, fmt.Appendf(nil, "%s/%d", stream, seq), func(err error) {
+					mu.Lock()
+					if err == nil {
+						results[s].acked = append(results[s].acked, seq)
+					} else {
+						results[s].failed = append(results[s].failed, seq)
+					}
+					mu.Unlock()
+					acks.Done()
+				})
+				if seq%50 == 0 {
+					time.Sleep(time.Millisecond) // let transactions interleave with the takeover
+				}
+			}
+		}()
+	}
+	time.Sleep(150 * time.Millisecond)
+	b := MustKafkaJournal(t, brokers, 1, "b", []int32{0})
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	for s := range streams {
+		stream := fmt.Sprintf("tenant-load%d", s)
+		r := results[s]
+		slices.Sort(r.acked)
+		if len(r.acked) == 0 || len(r.failed) == 0 {
+			t.Fatalf("%s: %d acknowledged, %d failed: the takeover did not happen under load", stream, len(r.acked), len(r.failed))
+		}
+		l := mustLoad(t, b, stream)
+		if !slices.Equal(l.seqs, r.acked) {
+			t.Fatalf("%s: new owner reads %d entries (last %v), old owner acknowledged %d (last %v)",
+				stream, len(l.seqs), l.res.LastSeq, len(r.acked), r.acked[len(r.acked)-1])
+		}
+		for i, seq := range l.seqs {
+			if l.payloads[i] != fmt.Sprintf("%s/%d", stream, seq) {
+				t.Fatalf("%s: entry %d is %q", stream, seq, l.payloads[i])
+			}
+		}
+	}
+}
