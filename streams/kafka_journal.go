@@ -157,7 +157,10 @@ func (j *KafkaJournal) Open() error {
 		return fmt.Errorf("kafka journal client: %w", err)
 	}
 	defer cl.Close()
-	if err := createTopic(ctx, cl, c.Topic, int32(c.Partitions), c.ReplicationFactor, nil); err != nil {
+	// The journal is the record of every write: it is never deleted by time or size (a
+	// snapshot's offset bounds what a load reads, not what is kept).
+	if err := createTopic(ctx, cl, c.Topic, int32(c.Partitions), c.ReplicationFactor,
+		map[string]string{"retention.ms": "-1", "retention.bytes": "-1"}); err != nil {
 		return err
 	}
 	return createTopic(ctx, cl, c.SnapshotTopic, int32(c.Partitions), c.ReplicationFactor,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // MustKafkaJournal opens a Kafka journal on brokers with the given partitions and transactional
@@ -581,6 +582,57 @@ func TestKafkaJournalTakeoverUnderLoad(t *testing.T) {
 			if l.payloads[i] != fmt.Sprintf("%s/%d", stream, seq) {
 				t.Fatalf("%s: entry %d is %q", stream, seq, l.payloads[i])
 			}
+		}
+	}
+}
+
+// Open creates the journal topic without retention and the snapshot topic compacted.
+func TestKafkaJournalTopicsConfig(t *testing.T) {
+	brokers := MustKafka(t, 1)
+	MustKafkaJournal(t, brokers, 3, "a", nil)
+	MustDirectory(t, brokers, 3, "a")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	want := map[string]map[string]string{
+		DefaultJournalTopic:   {"retention.ms": "-1", "retention.bytes": "-1"},
+		DefaultSnapshotTopic:  {"cleanup.policy": "compact"},
+		DefaultDirectoryTopic: {"cleanup.policy": "compact"},
+	}
+	for topic, configs := range want {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		req.Resources = append(req.Resources, r)
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, res := range resp.Resources {
+			for _, c := range res.Configs {
+				if c.Value != nil {
+					got[c.Name] = *c.Value
+				}
+			}
+		}
+		for k, v := range configs {
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %q", topic, k, got[k], v)
+			}
+		}
+	}
+	if md, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl); err != nil {
+		t.Fatal(err)
+	} else {
+		parts := map[string]int{}
+		for _, tp := range md.Topics {
+			parts[*tp.Topic] = len(tp.Partitions)
+		}
+		if parts[DefaultJournalTopic] != 3 || parts[DefaultSnapshotTopic] != 3 || parts[DefaultDirectoryTopic] != 1 {
+			t.Fatalf("partitions %v", parts)
 		}
 	}
 }
