@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/supplyplan/supplyplan/internal/wait"
 )
 
 // MustKafkaJournal opens a Kafka journal on brokers with the given partitions and transactional
@@ -526,8 +528,19 @@ func TestKafkaJournalTakeoverUnderLoad(t *testing.T) {
 	a := MustKafkaJournal(t, brokers, 1, "a", []int32{0})
 	type result struct {
 		acked, failed []uint64
+		firstErr      error
 	}
+	var mu sync.Mutex
 	results := make([]result, streams)
+	counts := func() (minAcked, minFailed int) {
+		mu.Lock()
+		defer mu.Unlock()
+		minAcked, minFailed = 1<<30, 1<<30
+		for _, r := range results {
+			minAcked, minFailed = min(minAcked, len(r.acked)), min(minFailed, len(r.failed))
+		}
+		return
+	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for s := range streams {
@@ -535,7 +548,6 @@ func TestKafkaJournalTakeoverUnderLoad(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var mu sync.Mutex
 			var acks sync.WaitGroup
 			for seq := uint64(1); ; seq++ {
 				select {
@@ -551,28 +563,43 @@ func TestKafkaJournalTakeoverUnderLoad(t *testing.T) {
 						results[s].acked = append(results[s].acked, seq)
 					} else {
 						results[s].failed = append(results[s].failed, seq)
+						if results[s].firstErr == nil {
+							results[s].firstErr = err
+						}
 					}
 					mu.Unlock()
 					acks.Done()
 				})
-				if seq%50 == 0 {
-					time.Sleep(time.Millisecond) // let transactions interleave with the takeover
+				if seq%20 == 0 {
+					time.Sleep(time.Millisecond) // pace the writers: transactions interleave with the takeover
 				}
 			}
 		}()
 	}
-	time.Sleep(150 * time.Millisecond)
+	wait.Eventually(t, 60*time.Second, func() error {
+		if acked, failed := counts(); acked < 50 || failed > 0 {
+			return fmt.Errorf("before the takeover: at least %d acknowledged per stream, %d failed", acked, failed)
+		}
+		return nil
+	})
 	b := MustKafkaJournal(t, brokers, 1, "b", []int32{0})
-	time.Sleep(50 * time.Millisecond)
+	wait.Eventually(t, 60*time.Second, func() error {
+		if _, failed := counts(); failed == 0 {
+			return errors.New("the old owner's appends still succeed")
+		}
+		return nil
+	})
 	close(stop)
 	wg.Wait()
 	for s := range streams {
 		stream := fmt.Sprintf("tenant-load%d", s)
 		r := results[s]
-		slices.Sort(r.acked)
-		if len(r.acked) == 0 || len(r.failed) == 0 {
-			t.Fatalf("%s: %d acknowledged, %d failed: the takeover did not happen under load", stream, len(r.acked), len(r.failed))
+		// The transaction in flight at the takeover may fail otherwise (kfake answers its commit
+		// INVALID_TXN_STATE); the owner knows it is fenced from the next one on.
+		if err := appendWait(a, stream, 1<<40, []byte("late")); !errors.Is(err, ErrFenced) {
+			t.Errorf("%s: append after the takeover: %v, want ErrFenced (first failure: %v)", stream, err, r.firstErr)
 		}
+		slices.Sort(r.acked)
 		l := mustLoad(t, b, stream)
 		if !slices.Equal(l.seqs, r.acked) {
 			t.Fatalf("%s: new owner reads %d entries (last %v), old owner acknowledged %d (last %v)",

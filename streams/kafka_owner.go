@@ -207,10 +207,14 @@ func (o *partOwner) failQueued() {
 	}
 }
 
-// isFenced reports whether err says a newer producer owns the transactional id.
+// isFenced reports whether err says a newer producer owns the transactional id, or leaves the
+// producer unable to write again: INVALID_TXN_STATE is what kfake answers the commit of a
+// transaction the new owner's initialisation aborted, and franz-go then holds the producer ID
+// as fatally failed. Either way only a new Acquire can write the partition again.
 func isFenced(err error) bool {
 	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.InvalidProducerIDMapping)
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.InvalidProducerIDMapping) ||
+		errors.Is(err, kerr.InvalidTxnState)
 }
 
 // pendingSnap is a snapshot request inside a commit: its chunk records, then its head.
