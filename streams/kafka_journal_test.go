@@ -296,6 +296,7 @@ func TestKafkaJournalEpochNeverGoesBack(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		if epoch <= last {
+			dumpPartition(t, brokers, DefaultSnapshotTopic, p)
 			t.Fatalf("round %d: epoch %d after %d", round, epoch, last)
 		}
 		last = epoch
@@ -661,5 +662,25 @@ func TestKafkaJournalTopicsConfig(t *testing.T) {
 		if parts[DefaultJournalTopic] != 3 || parts[DefaultSnapshotTopic] != 3 || parts[DefaultDirectoryTopic] != 1 {
 			t.Fatalf("partitions %v", parts)
 		}
+	}
+}
+
+// dumpPartition logs every record of topic/p, read_committed then read_uncommitted (on failure).
+func dumpPartition(t *testing.T, brokers []string, topic string, p int32) {
+	for _, iso := range []kgo.IsolationLevel{kgo.ReadCommitted(), kgo.ReadUncommitted()} {
+		cl, _ := kgo.NewClient(kgo.SeedBrokers(brokers...),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}),
+			kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords())
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				t.Logf("iso %v off %d ctrl %v pid %d epoch %d key %q val %q", iso, r.Offset, r.Attrs.IsControl(), r.ProducerID, r.ProducerEpoch, r.Key, r.Value)
+			})
+		}
+		end, err := stableOffset(context.Background(), cl, topic, p)
+		t.Logf("lso %d %v", end, err)
+		cancel()
+		cl.Close()
 	}
 }

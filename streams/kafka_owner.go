@@ -50,6 +50,9 @@ type seqOff struct {
 
 const reqSnapshot reqKind = 100
 
+// errRetryBatch marks a transaction that failed before its commit and was aborted.
+var errRetryBatch = errors.New("transaction aborted before its commit")
+
 type kreq struct {
 	kind    reqKind
 	stream  string
@@ -236,6 +239,13 @@ func (o *partOwner) commit(batch []kreq) {
 		return
 	}
 	err := o.transact(batch)
+	// A transaction that failed before its commit was attempted, and was aborted, left nothing
+	// visible: it is tried again (an idempotent producer's sequence error, a timeout). One whose
+	// commit was attempted is not: it may have committed.
+	for attempt := 1; attempt < 3 && err != nil && !isFenced(err) && errors.Is(err, errRetryBatch); attempt++ {
+		o.j.log.Warn("kafka journal: transaction aborted, trying again", "partition", o.p, "attempt", attempt, "err", err)
+		err = o.transact(batch)
+	}
 	if err != nil && isFenced(err) {
 		o.mu.Lock()
 		o.fenced = fmt.Errorf("partition %d epoch %d: %w (%v)", o.p, o.epoch, ErrFenced, err)
@@ -264,12 +274,25 @@ func (o *partOwner) transact(batch []kreq) (err error) {
 	if err := o.cl.BeginTransaction(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
+	committing := false
 	defer func() {
-		if err != nil {
-			_ = o.cl.AbortBufferedRecords(ctx)
-			if aerr := o.cl.EndTransaction(ctx, kgo.TryAbort); aerr != nil && isFenced(aerr) && !isFenced(err) {
-				err = aerr
-			}
+		if err == nil {
+			return
+		}
+		_ = o.cl.AbortBufferedRecords(ctx)
+		if isFenced(err) {
+			// Nothing more to end: the new owner's initialisation aborted the transaction.
+			// Ending it anyway would make franz-go re-initialise the producer ID with this
+			// owner's stale epoch (KIP-360 recovery): Kafka refuses that, but kfake accepts it
+			// and the zombie would fence the new owner.
+			return
+		}
+		aerr := o.cl.EndTransaction(ctx, kgo.TryAbort)
+		switch {
+		case aerr != nil && isFenced(aerr):
+			err = aerr
+		case aerr == nil && !committing:
+			err = fmt.Errorf("%w: %w", errRetryBatch, err)
 		}
 	}()
 	epoch := []byte(strconv.FormatUint(o.epoch, 10))
@@ -363,6 +386,7 @@ func (o *partOwner) transact(batch []kreq) (err error) {
 			return fmt.Errorf("produce snapshot heads: %w", err)
 		}
 	}
+	committing = true
 	if err := o.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
