@@ -237,6 +237,7 @@ func TestKafkaJournalZombieFenced(t *testing.T) {
 	c := MustKafkaJournal(t, brokers, 2, "c", []int32{p})
 	l = mustLoad(t, c, stream)
 	if got, want := l.payloads, []string{"a1", "b2"}; !slices.Equal(got, want) || l.snapSeq != 0 {
+		dumpPartition(t, brokers, DefaultJournalTopic, p)
 		t.Fatalf("after failover reads %v (snapshot %d), want %v", got, l.snapSeq, want)
 	}
 }
@@ -302,6 +303,7 @@ func TestKafkaJournalEpochNeverGoesBack(t *testing.T) {
 		last = epoch
 		l := mustLoad(t, n, stream)
 		if l.res.LastSeq != seq {
+			dumpPartition(t, brokers, DefaultJournalTopic, p)
 			t.Fatalf("round %d: loaded up to %d, want %d", round, l.res.LastSeq, seq)
 		}
 		seq++
