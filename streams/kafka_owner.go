@@ -94,6 +94,21 @@ func (j *KafkaJournal) newOwner(ctx context.Context, p int32) (*partOwner, error
 	if _, _, err := cl.ProducerID(ctx); err != nil {
 		return fail(err)
 	}
+	// franz-go v1.22.2 now and then turns the commit of a transaction whose first produce to a
+	// topic new to the client succeeded into an abort, and returns nil (docs/distributed.md). A
+	// first transaction to both topics, aborted on purpose, takes that path harmlessly.
+	if err := cl.BeginTransaction(); err != nil {
+		return fail(err)
+	}
+	warm := cl.ProduceSync(ctx, &kgo.Record{Topic: c.Topic, Partition: p, Value: []byte{}},
+		&kgo.Record{Topic: c.SnapshotTopic, Partition: p, Key: []byte("warmup"), Value: []byte{}})
+	_ = cl.AbortBufferedRecords(ctx)
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		return fail(fmt.Errorf("abort the warm-up transaction: %w", err))
+	}
+	if err := warm.FirstErr(); err != nil {
+		return fail(fmt.Errorf("warm-up produce: %w", err))
+	}
 	o := &partOwner{j: j, p: p, cl: cl, reqs: make(chan kreq, c.QueueLen), quit: make(chan struct{}),
 		done: make(chan struct{}), heads: map[string]*snapHead{}, streams: map[string]*kstream{}}
 	var prev uint64
