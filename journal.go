@@ -3,9 +3,10 @@ package supplyplan
 // Journal is the durable log behind every journaled actor (a tenant, the platform, an outbound
 // owner): one stream of numbered entries per actor, plus the latest snapshot of its state. The
 // actor package depends on this interface only. streams.Journal is the local implementation (one
-// directory per stream in the data dir, group-committed with fsync); the distributed mode's Kafka
-// journal is meant to be a second one (fencing of a stale owner, with epochs, will be added to
-// this contract when it is built).
+// directory per stream in the data dir, group-committed with fsync); streams.KafkaJournal is the
+// distributed mode's (one Kafka partition per stream, written by the partition's owner only: an
+// owner fenced by a newer one gets errors from every method, and what it wrote after is never
+// loaded).
 //
 // The actor calls Append and Barrier from its own goroutine and never waits on them: done runs
 // later, on the journal's goroutine, and must only hand the result back (it must not block).

@@ -1,5 +1,6 @@
 // Package streams holds the logs of the service: the local append-only journal with group commit,
-// the in-process event bus, and (in the distributed mode) Kafka via segmentio/kafka-go.
+// the in-process event bus, demand signals on Kafka via segmentio/kafka-go, and the distributed
+// mode's journal and placement directory on Kafka via franz-go (transactions and fencing).
 package streams
 
 import (
