@@ -38,6 +38,7 @@ type section struct {
 	Command string
 	Body    string // markdown
 	Failed  bool
+	Took    time.Duration // wall time of the section, setup included
 }
 
 // benchFunc runs one benchmark.
@@ -111,12 +112,15 @@ func main() {
 
 	var sections []section
 	failed := 0
+	runStart := time.Now()
 	for _, b := range benches {
 		if *only != "" && !strings.Contains(","+*only+",", ","+b.name+",") {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s\n", b.name)
+		secStart := time.Now()
 		s := runSection(e, b.name, b.fn)
+		s.Took = time.Since(secStart)
 		if s.Failed {
 			failed++
 			fmt.Fprintf(os.Stderr, "benchmark %s failed: %s\n", b.name, s.Body)
@@ -125,7 +129,7 @@ func main() {
 		}
 		sections = append(sections, s)
 	}
-	doc := render(sections, *only)
+	doc := render(sections, *only, time.Since(runStart))
 	if *out == "" {
 		fmt.Print(doc)
 	} else {
@@ -172,7 +176,7 @@ func runSection(e *env, name string, fn benchFunc) (s section) {
 	return s
 }
 
-func render(sections []section, only string) string {
+func render(sections []section, only string, took time.Duration) string {
 	var b strings.Builder
 	b.WriteString("# Benchmark results\n\n")
 	b.WriteString("Produced by `make bench` (`go run ./bench/cmd/benchrun -out bench/RESULTS.md`")
@@ -180,10 +184,10 @@ func render(sections []section, only string) string {
 		fmt.Fprintf(&b, " with `-only %s`", only)
 	}
 	b.WriteString("). Every figure sits next to a baseline measured in the same run on the same machine.\n\n")
-	fmt.Fprintf(&b, "- date: %s\n- machine: %s, %d cores (GOMAXPROCS %d), %s\n- go: %s\n\n",
-		time.Now().UTC().Format(time.RFC3339), cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), memTotal(), runtime.Version())
+	fmt.Fprintf(&b, "- date: %s\n- machine: %s, %d cores (GOMAXPROCS %d), %s\n- go: %s\n- the run took %s\n\n",
+		time.Now().UTC().Format(time.RFC3339), cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), memTotal(), runtime.Version(), took.Round(time.Second))
 	for _, s := range sections {
-		fmt.Fprintf(&b, "## %s\n\nCommand: `%s`\n\n%s\n", s.Title, s.Command, s.Body)
+		fmt.Fprintf(&b, "## %s\n\nCommand: `%s` (the section took %s)\n\n%s\n", s.Title, s.Command, s.Took.Round(time.Second), s.Body)
 	}
 	return b.String()
 }
