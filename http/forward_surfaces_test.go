@@ -130,7 +130,9 @@ func TestForwardLoopRuntimeSpendsTheTokenOnce(t *testing.T) {
 
 type publicMerchants struct{}
 
-func (publicMerchants) AuthenticateTool(string) (supplyplan.APIKey, bool) { return supplyplan.APIKey{}, false }
+func (publicMerchants) AuthenticateTool(string) (supplyplan.APIKey, bool) {
+	return supplyplan.APIKey{}, false
+}
 func (publicMerchants) OrganizationByRef(ref string) (supplyplan.Organization, bool) {
 	return supplyplan.Organization{ID: "org-1", Slug: "acme"}, ref == "acme"
 }
@@ -224,4 +226,3 @@ func TestForwardConsoleKeepsHostAndSession(t *testing.T) {
 		t.Fatalf("%d sessions after sign-out on the owner", n)
 	}
 }
-

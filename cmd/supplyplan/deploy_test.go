@@ -17,7 +17,7 @@ var pendingDistributedFlags = map[string]bool{
 }
 
 var (
-	deployFlagArg = regexp.MustCompile(`(?m)^\s*-\s+--([a-z0-9-]+)`)            // a YAML list item "- --flag=..."
+	deployFlagArg = regexp.MustCompile(`(?m)^\s*-\s+--([a-z0-9-]+)`)                 // a YAML list item "- --flag=..."
 	deployFlagDoc = regexp.MustCompile("`(?:supplyplan serve [^`]*)?--([a-z0-9-]+)") // a flag quoted in the README
 	deployEnv     = regexp.MustCompile(`\b((?:SUPPLYPLAN|PAYMENT_PROVIDER)_[A-Z0-9_]+)\b`)
 	usageEnv      = regexp.MustCompile(`\(([A-Z][A-Z0-9_]+)\)`)
