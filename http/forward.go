@@ -133,7 +133,7 @@ func (f *forwarder) route(ctx *fasthttp.RequestCtx, org string, id []byte, deadl
 // hopHeaders are not forwarded (RFC 9110 7.6.1); fasthttp sets its own Connection and
 // Content-Length.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect"}
 
 // forward sends the request (method, URI, headers with the credentials, body) to addr and copies the
 // owner's status, headers and body into ctx. The Host header is kept (the console's same-origin
