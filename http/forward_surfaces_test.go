@@ -226,3 +226,41 @@ func TestForwardConsoleKeepsHostAndSession(t *testing.T) {
 		t.Fatalf("%d sessions after sign-out on the owner", n)
 	}
 }
+
+type countingLoops struct {
+	supplyplan.LoopCatalogService
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingLoops) ListLoops(_ context.Context, lc supplyplan.LoopCaller, f supplyplan.LoopFilter) (supplyplan.Page[supplyplan.LoopSummary], error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	return supplyplan.Page[supplyplan.LoopSummary]{Items: []supplyplan.LoopSummary{}, Total: 0, Limit: f.Limit, Offset: f.Offset}, nil
+}
+
+// TestForwardLoopCatalog: a tenant's catalog request goes to its owner's catalog; the platform key
+// (the global scope) is served where it lands.
+func TestForwardLoopCatalog(t *testing.T) {
+	apiA, apiB, addrA, addrB := nodeAddrs(t)
+	la, lb := &countingLoops{}, &countingLoops{}
+	a := NewLoopCatalogServer(LoopCatalogConfig{Addr: addrA, NodeID: "node-a", Owners: &fakeOwners{self: apiA, owner: map[string]string{"org-1": apiB}}},
+		LoopCatalogServices{Auth: keyAuth{}, Loops: la})
+	b := NewLoopCatalogServer(LoopCatalogConfig{Addr: addrB}, LoopCatalogServices{Auth: keyAuth{}, Loops: lb})
+	mustServe(t, "a", addrA, a.Handler())
+	recB := mustServe(t, "b", addrB, b.Handler())
+	h := map[string]string{"Authorization": "Bearer " + testAdminKey, "X-Request-Id": "cat-1"}
+	direct := call(t, addrB, "GET", "/v1/loops?limit=5", h, "")
+	fwd := call(t, addrA, "GET", "/v1/loops?limit=5", h, "")
+	if direct.status != 200 || !strings.Contains(direct.body, `"limit":5`) {
+		t.Fatalf("direct: %d %s", direct.status, direct.body)
+	}
+	sameAnswer(t, "catalog", fwd, direct)
+	if la.calls != 0 || lb.calls != 2 || recB.seen()[1][ForwardedByHeader] != "node-a" {
+		t.Fatalf("calls a %d, b %d; owner's headers %v", la.calls, lb.calls, recB.seen())
+	}
+	if r := call(t, addrA, "GET", "/v1/loops", map[string]string{"Authorization": "Bearer " + testPlatformKey}, ""); r.status != 200 || la.calls != 1 {
+		t.Fatalf("platform caller: %d %s (a served %d)", r.status, r.body, la.calls)
+	}
+}
