@@ -15,7 +15,8 @@ func (m *Main) openConsole(credsPath string) error {
 	}
 	ccfg := sphttp.ConsoleConfig{Addr: cfg.ConsoleAddr, SessionTTL: cfg.ConsoleSessionTTL,
 		SessionIdle: cfg.ConsoleSessionIdle, BodyLimit: cfg.BodyLimit, ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
-		RequestTimeout: cfg.RequestTimeout, SecureCookie: cfg.ConsoleSecure, Logger: m.Log, BodyBudget: m.bodies, Now: cfg.Clock}
+		RequestTimeout: cfg.RequestTimeout, SecureCookie: cfg.ConsoleSecure, Logger: m.Log, BodyBudget: m.bodies, Now: cfg.Clock,
+		Owners: m.Owners, NodeID: m.NodeID}
 	if m.Redis != nil { // sessions shared by every node (--redis-addr); else in this process
 		ccfg.Sessions = m.Redis
 	}
