@@ -145,9 +145,13 @@ func (s *LoopCatalogServer) authed(h loopHandler) handlerFunc {
 		}
 		if s.fwd != nil {
 			deadline, _ := r.Context.Deadline()
+			// A manifest (publish) may be larger than the JSON bodies: the owner applies the
+			// route's own limit.
+			r.bodyLimit = max(r.bodyLimit, supplyplan.MaxLoopManifestBytes)
 			if err := s.fwd.route(r.Ctx, org.ID, r.requestID, deadline, r.Body); err != nil {
 				return err
 			}
+			r.bodyLimit = s.cfg.BodyLimit
 		}
 		return h(r, supplyplan.LoopCallerOf(p, org))
 	}
