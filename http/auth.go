@@ -134,15 +134,18 @@ var featureForecasting = &feature{name: "forecasting", entitlement: supplyplan.E
 // key), the feature's entitlement, then the permission.
 func (s *Server) tenant(perm supplyplan.Permission, feat *feature, h handlerFunc) handlerFunc {
 	return func(r *Request) error {
-		if err := s.tenantAccess(r, perm, feat); err != nil {
+		if err := s.tenantAccess(r, perm, feat, 0); err != nil {
 			return err
 		}
 		return s.run(r, h)
 	}
 }
 
-// tenantAccess is tenant's check: it sets r.Principal and r.Org, from the headers only.
-func (s *Server) tenantAccess(r *Request, perm supplyplan.Permission, feat *feature) error {
+// tenantAccess is tenant's check: it sets r.Principal and r.Org, from the headers only. Once the
+// check passes the body limit becomes bodyLimit (0: unchanged) and, in the distributed mode, a
+// request of an organization owned elsewhere is forwarded there (errForwarded): it is rate limited
+// by its owner only.
+func (s *Server) tenantAccess(r *Request, perm supplyplan.Permission, feat *feature, bodyLimit int) error {
 	if err := s.authenticate(r); err != nil {
 		return err
 	}
@@ -151,7 +154,23 @@ func (s *Server) tenantAccess(r *Request, perm supplyplan.Permission, feat *feat
 	if err != nil {
 		return err
 	}
+	if bodyLimit > 0 {
+		r.bodyLimit = bodyLimit
+	}
+	if err := s.route(r, r.Principal.OrgID); err != nil {
+		return err
+	}
 	return s.limit(r, classOf(r.Ctx.Method()), &r.Org)
+}
+
+// route forwards r to the owner of org when that is another node (errForwarded), or answers 503
+// while no node can serve it; nil: served here (always in the embedded mode).
+func (s *Server) route(r *Request, org string) error {
+	if s.fwd == nil {
+		return nil
+	}
+	deadline, _ := r.Context.Deadline()
+	return s.fwd.route(r.Ctx, org, r.requestID, deadline, r.Body)
 }
 
 // tenantCheck is the rule of every tenant endpoint for an authenticated principal: not the platform
@@ -186,6 +205,10 @@ func (s *Server) platform(h handlerFunc) handlerFunc {
 		if !r.Principal.Platform {
 			return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
 				Details: map[string][]string{"authorization": {"requires the platform key"}}}
+		}
+		// The platform's state is one stream, "platform", owned like an organization's.
+		if err := s.route(r, PlatformOwnerKey); err != nil {
+			return err
 		}
 		return s.run(r, h)
 	}

@@ -47,6 +47,13 @@ type ConsoleConfig struct {
 	BodyBudget   *BodyBudget
 	// Now is the session clock (tests); nil: time.Now.
 	Now func() time.Time
+	// Sessions keeps the sessions (nil: in this process's memory). Give every node the same
+	// shared store (redisstore.ConsoleSessions) in the distributed mode.
+	Sessions SessionStore
+	// Owners and NodeID route each organization's pages to its owner (see Config.Owners); the
+	// sessions must then be shared.
+	Owners Owners
+	NodeID string
 }
 
 // ConsoleServer is the operator console: server-rendered pages over the services the REST API
@@ -60,6 +67,7 @@ type ConsoleServer struct {
 	pages    map[string]*template.Template
 	static   fs.FS
 	etags    map[string]string
+	fwd      *forwarder
 	listener
 }
 
@@ -104,13 +112,17 @@ func NewConsoleServer(cfg ConsoleConfig, svc Services) (*ConsoleServer, error) {
 		now = time.Now
 	}
 	s := &ConsoleServer{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter(), static: web.Static(),
-		sessions: &sessionStore{m: map[string]*consoleSession{}, ttl: cfg.SessionTTL, idle: cfg.SessionIdle, now: now}}
+		sessions: &sessionStore{store: cfg.Sessions, ttl: cfg.SessionTTL, idle: cfg.SessionIdle, now: now}}
+	if s.sessions.store == nil {
+		s.sessions.store = NewMemorySessions()
+	}
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
 	}
 	if err := s.hashStatic(); err != nil {
 		return nil, err
 	}
+	s.fwd = newForwarder(cfg.Owners, cfg.NodeID, cfg.Addr, false, cfg.Logger)
 	s.consoleRoutes()
 	s.listener = newListener("console", cfg.Addr, "supplyplan-console", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s, nil
@@ -161,23 +173,31 @@ func (s *ConsoleServer) SessionCount() int { return s.sessions.count() }
 
 // ---- sessions ----
 
-// consoleSession is a signed-in browser. The key secret stays on the server: every request
-// re-authenticates it, so a revoked key ends its sessions at once.
-type consoleSession struct {
-	id        string // SHA-256 of the cookie value (the map key)
-	secret    string
-	importKey string // an import key given on the upload form, kept for the session's next uploads
-	csrf      string
-	created   time.Time
-	seen      time.Time
+// consoleSession is a signed-in browser (see supplyplan.ConsoleSession).
+type consoleSession = supplyplan.ConsoleSession
+
+// SessionStore keeps the console's sessions: in this process's memory by default, shared by every
+// node in Redis (redisstore.Sessions) when the console runs on several.
+type SessionStore interface {
+	// PutSession stores a new session.
+	PutSession(ctx context.Context, s supplyplan.ConsoleSession) error
+	// TouchSession returns the live session id and marks it used at now; a session past its
+	// Expires or unused for its Idle is gone (false).
+	TouchSession(ctx context.Context, id string, now time.Time) (supplyplan.ConsoleSession, bool, error)
+	// SetSessionImportKey keeps an import key for the session's next uploads.
+	SetSessionImportKey(ctx context.Context, id, key string) error
+	// DeleteSession revokes a session.
+	DeleteSession(ctx context.Context, id string) error
+	// SessionCount is the number of live sessions.
+	SessionCount(ctx context.Context) (int, error)
 }
 
+// sessionStore is the console's use of a SessionStore: its lifetimes and clock.
 type sessionStore struct {
-	mu   sync.Mutex
-	m    map[string]*consoleSession
-	ttl  time.Duration
-	idle time.Duration
-	now  func() time.Time
+	store SessionStore
+	ttl   time.Duration
+	idle  time.Duration
+	now   func() time.Time
 }
 
 func randomToken() string {
@@ -193,65 +213,113 @@ func hashToken(t string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// create stores a session for secret and returns the cookie value.
-func (st *sessionStore) create(secret string) (string, *consoleSession) {
-	token := randomToken()
-	now := st.now()
-	sess := &consoleSession{id: hashToken(token), secret: secret, csrf: randomToken(), created: now, seen: now}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	for id, x := range st.m { // sweep expired sessions on sign-in: the map never grows unbounded
-		if st.expired(x, now) {
-			delete(st.m, id)
-		}
-	}
-	st.m[sess.id] = sess
-	return token, sess
+// sessionsUnavailable is the answer when the session store cannot be reached.
+func sessionsUnavailable(err error) error {
+	return &supplyplan.Error{Code: supplyplan.EUNAVAILABLE, Message: "Sessions are unavailable: retry shortly", RetryAfter: time.Second}
 }
 
-func (st *sessionStore) expired(x *consoleSession, now time.Time) bool {
-	return now.Sub(x.created) > st.ttl || now.Sub(x.seen) > st.idle
+// create stores a session for secret and returns the cookie value.
+func (st *sessionStore) create(ctx context.Context, secret string) (string, *consoleSession, error) {
+	token := randomToken()
+	now := st.now()
+	sess := &consoleSession{ID: hashToken(token), Secret: secret, CSRF: randomToken(), Created: now,
+		Expires: now.Add(st.ttl), Idle: st.idle}
+	if err := st.store.PutSession(ctx, *sess); err != nil {
+		return "", nil, err
+	}
+	return token, sess, nil
 }
 
 // get returns the live session of a cookie value and marks it used.
-func (st *sessionStore) get(token string) (*consoleSession, bool) {
+func (st *sessionStore) get(ctx context.Context, token string) (*consoleSession, bool, error) {
 	if token == "" {
-		return nil, false
+		return nil, false, nil
 	}
-	id := hashToken(token)
-	now := st.now()
+	x, ok, err := st.store.TouchSession(ctx, hashToken(token), st.now())
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return &x, true, nil
+}
+
+func (st *sessionStore) setImportKey(ctx context.Context, id, key string) error {
+	return st.store.SetSessionImportKey(ctx, id, key)
+}
+
+func (st *sessionStore) delete(ctx context.Context, id string) error {
+	return st.store.DeleteSession(ctx, id)
+}
+
+func (st *sessionStore) count() int {
+	n, _ := st.store.SessionCount(context.Background())
+	return n
+}
+
+// memSessions is the in-memory SessionStore (one process).
+type memSessions struct {
+	mu sync.Mutex
+	m  map[string]*memSession
+}
+
+type memSession struct {
+	s    supplyplan.ConsoleSession
+	seen time.Time
+}
+
+// NewMemorySessions returns an in-memory SessionStore: the embedded default.
+func NewMemorySessions() SessionStore { return &memSessions{m: map[string]*memSession{}} }
+
+func (x *memSession) expired(now time.Time) bool {
+	return now.After(x.s.Expires) || now.Sub(x.seen) > x.s.Idle
+}
+
+func (st *memSessions) PutSession(_ context.Context, s supplyplan.ConsoleSession) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for id, x := range st.m { // sweep expired sessions on sign-in: the map never grows unbounded
+		if x.expired(s.Created) {
+			delete(st.m, id)
+		}
+	}
+	st.m[s.ID] = &memSession{s: s, seen: s.Created}
+	return nil
+}
+
+func (st *memSessions) TouchSession(_ context.Context, id string, now time.Time) (supplyplan.ConsoleSession, bool, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	x, ok := st.m[id]
 	if !ok {
-		return nil, false
+		return supplyplan.ConsoleSession{}, false, nil
 	}
-	if st.expired(x, now) {
+	if x.expired(now) {
 		delete(st.m, id)
-		return nil, false
+		return supplyplan.ConsoleSession{}, false, nil
 	}
 	x.seen = now
-	return x, true
+	return x.s, true, nil
 }
 
-func (st *sessionStore) setImportKey(id, key string) {
+func (st *memSessions) SetSessionImportKey(_ context.Context, id, key string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if x, ok := st.m[id]; ok {
-		x.importKey = key
+		x.s.ImportKey = key
 	}
+	return nil
 }
 
-func (st *sessionStore) delete(id string) {
+func (st *memSessions) DeleteSession(_ context.Context, id string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	delete(st.m, id)
+	return nil
 }
 
-func (st *sessionStore) count() int {
+func (st *memSessions) SessionCount(context.Context) (int, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return len(st.m)
+	return len(st.m), nil
 }
 
 // ---- requests ----
@@ -383,17 +451,22 @@ func (s *ConsoleServer) page(h consoleHandler) handlerFunc {
 	return func(req *Request) error {
 		ctx := req.Ctx
 		cr := &consoleRequest{Ctx: ctx, Context: req.Context, srv: s, params: req.params}
-		sess, ok := s.sessions.get(string(ctx.Request.Header.Cookie(sessionCookie)))
+		sess, ok, err := s.sessions.get(req.Context, string(ctx.Request.Header.Cookie(sessionCookie)))
+		if err != nil {
+			s.log.Warn("console sessions unavailable", "err", err)
+			ctx.Response.Header.Set("Retry-After", "1")
+			return s.renderErr(cr, sessionsUnavailable(err))
+		}
 		if ok {
-			p, live := s.svc.Auth.Authenticate(sess.secret)
+			p, live := s.svc.Auth.Authenticate(sess.Secret)
 			if !live { // the key was revoked: so is every session it opened
-				s.sessions.delete(sess.id)
+				s.dropSession(req.Context, sess.ID)
 				ok = false
 			} else {
 				cr.sess, cr.P = sess, p
 				if !p.Platform {
 					if cr.Org, live = s.svc.Auth.Organization(p.OrgID); !live {
-						s.sessions.delete(sess.id)
+						s.dropSession(req.Context, sess.ID)
 						ok = false
 					}
 				}
@@ -407,6 +480,26 @@ func (s *ConsoleServer) page(h consoleHandler) handlerFunc {
 			seeOther(ctx, "/login?next="+url.QueryEscape(string(ctx.RequestURI())))
 			return nil
 		}
+		if s.fwd != nil {
+			key := PlatformOwnerKey
+			if !cr.P.Platform {
+				key = cr.P.OrgID
+			}
+			deadline, _ := req.Context.Deadline()
+			err := s.fwd.route(ctx, key, ctx.Request.Header.Peek(requestIDHeader), deadline, func() ([]byte, error) {
+				req.bodyLimit = s.formLimit(ctx)
+				return req.Body()
+			})
+			if err == errForwarded { // the owner's page is the response
+				return nil
+			}
+			if err != nil {
+				if supplyplan.ErrorCode(err) == supplyplan.EUNAVAILABLE {
+					ctx.Response.Header.Set("Retry-After", "1")
+				}
+				return s.renderErr(cr, err)
+			}
+		}
 		if post {
 			if !sameOrigin(ctx) {
 				return s.status(cr, fasthttp.StatusForbidden, "Cross-origin request refused.")
@@ -418,7 +511,7 @@ func (s *ConsoleServer) page(h consoleHandler) handlerFunc {
 			if token == "" {
 				token = cr.Form(csrfField)
 			}
-			if subtle.ConstantTimeCompare([]byte(token), []byte(sess.csrf)) != 1 {
+			if subtle.ConstantTimeCompare([]byte(token), []byte(sess.CSRF)) != 1 {
 				return s.status(cr, fasthttp.StatusForbidden, "Missing or invalid CSRF token: reload the page and try again.")
 			}
 		}
@@ -438,16 +531,19 @@ func sameOrigin(ctx *fasthttp.RequestCtx) bool {
 	return err == nil && u.Host == string(ctx.Host())
 }
 
+// formLimit is the largest form body of a request: an upload's (multipart) is the import limit.
+func (s *ConsoleServer) formLimit(ctx *fasthttp.RequestCtx) int {
+	if mt, _, _ := mime.ParseMediaType(string(ctx.Request.Header.ContentType())); mt == "multipart/form-data" {
+		return s.cfg.ImportMaxBytes + 64<<10
+	}
+	return s.cfg.BodyLimit
+}
+
 // readForm reads a urlencoded or multipart body (multipart: under the import limit, files kept
 // apart).
 func (s *ConsoleServer) readForm(cr *consoleRequest, req *Request) error {
-	ct := string(cr.Ctx.Request.Header.ContentType())
-	mt, params, _ := mime.ParseMediaType(ct)
-	limit := s.cfg.BodyLimit
-	if mt == "multipart/form-data" {
-		limit = s.cfg.ImportMaxBytes + 64<<10
-	}
-	req.bodyLimit = limit
+	mt, params, _ := mime.ParseMediaType(string(cr.Ctx.Request.Header.ContentType()))
+	req.bodyLimit = s.formLimit(cr.Ctx)
 	b, err := req.Body()
 	if err != nil {
 		return err
@@ -549,7 +645,7 @@ var consolePerms = []supplyplan.Permission{supplyplan.PermForecastRead, supplypl
 func (s *ConsoleServer) newView(cr *consoleRequest, title, nav string, data any) *view {
 	v := &view{Title: title, Nav: nav, Data: data, Perm: map[string]bool{}}
 	if cr.sess != nil {
-		v.Signed, v.CSRF, v.Role, v.Org = true, cr.sess.csrf, cr.P.Role, cr.Org
+		v.Signed, v.CSRF, v.Role, v.Org = true, cr.sess.CSRF, cr.P.Role, cr.Org
 		v.Tenant = !cr.P.Platform && cr.P.Role != ""
 		for _, p := range consolePerms {
 			var feat *feature
@@ -690,7 +786,12 @@ func (s *ConsoleServer) login(req *Request) error {
 	if !p.Platform && p.Role == "" {
 		return fail("import keys cannot sign in: use a role key (ADMIN, MANAGER, PLANNER or VIEWER); the import screen asks for the import key")
 	}
-	token, _ := s.sessions.create(key)
+	token, _, err := s.sessions.create(cr.Context, key)
+	if err != nil {
+		s.log.Warn("console sessions unavailable", "err", err)
+		ctx.Response.Header.Set("Retry-After", "1")
+		return s.renderErr(cr, sessionsUnavailable(err))
+	}
 	c := fasthttp.AcquireCookie()
 	defer fasthttp.ReleaseCookie(c)
 	c.SetKey(sessionCookie)
@@ -710,9 +811,21 @@ func (s *ConsoleServer) login(req *Request) error {
 	return nil
 }
 
+// dropSession deletes a session whose key is revoked (a failure is logged: the key check refuses
+// the session on every request anyway).
+func (s *ConsoleServer) dropSession(ctx context.Context, id string) {
+	if err := s.sessions.delete(ctx, id); err != nil {
+		s.log.Warn("console session not deleted", "err", err)
+	}
+}
+
 // logout revokes the session on the server and clears the cookie.
 func (s *ConsoleServer) logout(cr *consoleRequest) error {
-	s.sessions.delete(cr.sess.id)
+	if err := s.sessions.delete(cr.Context, cr.sess.ID); err != nil {
+		s.log.Warn("console sessions unavailable", "err", err)
+		cr.Ctx.Response.Header.Set("Retry-After", "1")
+		return sessionsUnavailable(err) // the session is still live: say so rather than pretend
+	}
 	clearCookie(cr.Ctx, sessionCookie, "/")
 	return redirect(cr, "/login", "Signed out.")
 }

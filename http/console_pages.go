@@ -944,7 +944,7 @@ func (s *ConsoleServer) importsPage(r *consoleRequest) error {
 	total := len(jobs)
 	jobs = jobs[min(off, total):min(off+consolePage, total)]
 	return s.render(r, "imports", "Imports", "imports", map[string]any{"Jobs": jobs, "Pager": newPager(r, total, off, consolePage),
-		"Kinds": supplyplan.ImportKinds, "HaveKey": r.sess.importKey != ""})
+		"Kinds": supplyplan.ImportKinds, "HaveKey": r.sess.ImportKey != ""})
 }
 
 func (s *ConsoleServer) importJob(r *consoleRequest) error {
@@ -971,7 +971,7 @@ func (s *ConsoleServer) uploadImport(r *consoleRequest) error {
 	}
 	key := r.Form("importKey")
 	if key == "" {
-		key = r.sess.importKey
+		key = r.sess.ImportKey
 	}
 	fe := supplyplan.FieldErrors{}
 	kind := supplyplan.ImportKind(r.Form("kind"))
@@ -1016,14 +1016,16 @@ func (s *ConsoleServer) uploadImport(r *consoleRequest) error {
 		}
 		jobs = jobs[:min(len(jobs), consolePage)]
 		v := s.newView(r, "Imports", "imports", map[string]any{"Jobs": jobs, "Pager": newPager(r, len(jobs), 0, consolePage),
-			"Kinds": supplyplan.ImportKinds, "HaveKey": r.sess.importKey != "", "Kind": string(kind)})
+			"Kinds": supplyplan.ImportKinds, "HaveKey": r.sess.ImportKey != "", "Kind": string(kind)})
 		v.Errors = errs
 		return s.renderView(r, "imports", v)
 	}
 	if err != nil {
 		return err
 	}
-	s.sessions.setImportKey(r.sess.id, key)
+	if err := s.sessions.setImportKey(r.Context, r.sess.ID, key); err != nil {
+		s.log.Warn("console session import key not kept", "err", err) // the import itself is accepted
+	}
 	return redirect(r, "/imports/"+job.JobID, "Import accepted: "+strconv.Itoa(job.RowCount)+" rows.")
 }
 

@@ -51,9 +51,15 @@ func (d *dispatch) serve(ctx *fasthttp.RequestCtx, id []byte, r *Request) (rt *r
 	rctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
 	r.Ctx, r.Context, r.params = ctx, rctx, params
+	if r.requestID == nil {
+		r.requestID = id
+	}
 	defer func() { r.body.release() }()
 	err := rt.h(r)
 	org = r.Principal.OrgID
+	if err == errForwarded { // the owner's answer is the response
+		return rt, org, ""
+	}
 	if err != nil {
 		if d.render != nil {
 			if c, ok := d.render(ctx, err); ok {

@@ -30,6 +30,9 @@ func (s *Server) importKey(scopes ...supplyplan.Scope) func(handlerFunc) handler
 			}
 			r.Principal = p
 			r.bodyLimit = s.cfg.ImportMaxBytes
+			if err := s.route(r, p.OrgID); err != nil {
+				return err
+			}
 			if s.cfg.RateLimits != nil {
 				class := supplyplan.RateRead
 				if string(r.Ctx.Method()) == "POST" {

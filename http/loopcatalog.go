@@ -26,6 +26,9 @@ type LoopCatalogConfig struct {
 	// Metrics and AccessLog are as the API's (server label "loop-catalog"; nil: none).
 	Metrics   *telemetry.Metrics
 	AccessLog *slog.Logger
+	// Owners and NodeID route each organization's requests to its owner (see Config.Owners).
+	Owners Owners
+	NodeID string
 }
 
 // LoopCatalogServices are what the loop catalog listener calls.
@@ -43,6 +46,7 @@ type LoopCatalogServer struct {
 	router   *router
 	obs      observer
 	dispatch dispatch
+	fwd      *forwarder
 	listener
 }
 
@@ -58,6 +62,7 @@ func NewLoopCatalogServer(cfg LoopCatalogConfig, svc LoopCatalogServices) *LoopC
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &LoopCatalogServer{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
+	s.fwd = newForwarder(cfg.Owners, cfg.NodeID, cfg.Addr, false, cfg.Logger)
 	s.routes()
 	s.obs.init("loop-catalog", s.router, cfg.Metrics, cfg.AccessLog)
 	s.dispatch = dispatch{what: "loop catalog ", log: s.log, router: s.router, timeout: cfg.RequestTimeout}
@@ -137,6 +142,16 @@ func (s *LoopCatalogServer) authed(h loopHandler) handlerFunc {
 		if p.Role == "" {
 			return &supplyplan.Error{Code: supplyplan.EFORBIDDEN, Message: "Forbidden",
 				Details: map[string][]string{"authorization": {"import keys are accepted only by the import endpoints (x-api-key)"}}}
+		}
+		if s.fwd != nil {
+			deadline, _ := r.Context.Deadline()
+			// A manifest (publish) may be larger than the JSON bodies: the owner applies the
+			// route's own limit.
+			r.bodyLimit = max(r.bodyLimit, supplyplan.MaxLoopManifestBytes)
+			if err := s.fwd.route(r.Ctx, org.ID, r.requestID, deadline, r.Body); err != nil {
+				return err
+			}
+			r.bodyLimit = s.cfg.BodyLimit
 		}
 		return h(r, supplyplan.LoopCallerOf(p, org))
 	}

@@ -26,6 +26,9 @@ type LoopRuntimeConfig struct {
 	// Metrics and AccessLog are as the API's (server label "loop-runtime"; nil: none).
 	Metrics   *telemetry.Metrics
 	AccessLog *slog.Logger
+	// Owners and NodeID route each organization's requests to its owner (see Config.Owners).
+	Owners Owners
+	NodeID string
 }
 
 // LoopRuntimeServices are what the loop runtime listener calls.
@@ -44,6 +47,7 @@ type LoopRuntimeServer struct {
 	router   *router
 	obs      observer
 	dispatch dispatch
+	fwd      *forwarder
 	listener
 }
 
@@ -59,6 +63,7 @@ func NewLoopRuntimeServer(cfg LoopRuntimeConfig, svc LoopRuntimeServices) *LoopR
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &LoopRuntimeServer{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
+	s.fwd = newForwarder(cfg.Owners, cfg.NodeID, cfg.Addr, false, cfg.Logger)
 	s.routes()
 	s.obs.init("loop-runtime", s.router, cfg.Metrics, cfg.AccessLog)
 	s.dispatch = dispatch{what: "loop runtime ", log: s.log, router: s.router, timeout: cfg.RequestTimeout, render: renderJWTError}
@@ -156,7 +161,10 @@ func (s *LoopRuntimeServer) authed(scope string, h runHandler) handlerFunc {
 				return &jwtauth.Error{Status: fasthttp.StatusUnauthorized, Code: "invalid_request", Description: "the Authorization header must be Bearer <JWT>"}
 			}
 		}
-		claims, err := s.svc.Auth.Authenticate(r.Context, string(bytes.TrimSpace(token)), string(r.Ctx.Method()) == "POST")
+		mutating := string(r.Ctx.Method()) == "POST"
+		// Distributed: the token is verified here without spending its jti (the owner, which
+		// verifies it again, does that), so that a forwarded mutating call is not its own replay.
+		claims, err := s.svc.Auth.Authenticate(r.Context, string(bytes.TrimSpace(token)), mutating && s.fwd == nil)
 		if err != nil {
 			var ae *jwtauth.Error
 			if errors.As(err, &ae) {
@@ -172,6 +180,21 @@ func (s *LoopRuntimeServer) authed(scope string, h runHandler) handlerFunc {
 		if !claims.HasScope(scope) {
 			return &jwtauth.Error{Status: fasthttp.StatusForbidden, Code: "insufficient_scope",
 				Description: "this call needs the scope " + scope}
+		}
+		if s.fwd != nil {
+			deadline, _ := r.Context.Deadline()
+			if err := s.fwd.route(r.Ctx, org.ID, r.requestID, deadline, r.Body); err != nil {
+				return err
+			}
+			if mutating { // served here: now spend the jti
+				if claims, err = s.svc.Auth.Authenticate(r.Context, string(bytes.TrimSpace(token)), true); err != nil {
+					var ae *jwtauth.Error
+					if errors.As(err, &ae) {
+						return ae
+					}
+					return &jwtauth.Error{Status: fasthttp.StatusUnauthorized, Code: "invalid_token", Description: "the token could not be verified"}
+				}
+			}
 		}
 		reqID := string(r.requestID)
 		c := &runCaller{claims: claims, c: supplyplan.LoopRunCaller{OrgID: org.ID,

@@ -43,6 +43,10 @@ type Config struct {
 	AccessLog *slog.Logger
 	// RateLimits throttles requests per API key and per organization (nil: none).
 	RateLimits *RateLimiter
+	// Owners routes each organization's requests to the node that owns it (distributed mode;
+	// nil: embedded, everything served here). NodeID names this node in X-Supplyplan-Forwarded-By.
+	Owners Owners
+	NodeID string
 }
 
 // Services are what the API calls.
@@ -86,6 +90,7 @@ type Server struct {
 	// obs makes request ids, counts requests and writes the request log.
 	obs      observer
 	dispatch dispatch
+	fwd      *forwarder
 }
 
 // Close stops the listener, waits for in-flight requests, then for keyed requests that run on
@@ -125,6 +130,7 @@ func NewServer(cfg Config, svc Services) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, svc: svc, log: cfg.Logger, router: newRouter()}
+	s.fwd = newForwarder(cfg.Owners, cfg.NodeID, cfg.Addr, true, cfg.Logger)
 	s.routes()
 	s.obs.init("api", s.router, cfg.Metrics, cfg.AccessLog)
 	s.dispatch = dispatch{what: "", log: s.log, router: s.router, timeout: cfg.RequestTimeout}

@@ -122,10 +122,9 @@ func deref(p *string) string {
 func (s *Server) signalAuth(h handlerFunc) handlerFunc {
 	viaKey := s.importKey(supplyplan.ScopeImportWrite)(h)
 	viaBearer := func(r *Request) error {
-		if err := s.tenantAccess(r, supplyplan.PermForecastWrite, nil); err != nil {
+		if err := s.tenantAccess(r, supplyplan.PermForecastWrite, nil, s.cfg.ImportMaxBytes); err != nil {
 			return err
 		}
-		r.bodyLimit = s.cfg.ImportMaxBytes
 		return s.run(r, h)
 	}
 	return func(r *Request) error {

@@ -26,6 +26,9 @@ type ToolsConfig struct {
 	Logger         *slog.Logger
 	// BodyBudget bounds the request-body bytes held at once (see Config.BodyBudget).
 	BodyBudget *BodyBudget
+	// Owners and NodeID route each organization's requests to its owner (see Config.Owners).
+	Owners Owners
+	NodeID string
 }
 
 // ToolsServices are what the tool service calls.
@@ -45,6 +48,7 @@ type ToolServer struct {
 	cfg ToolsConfig
 	svc ToolsServices
 	log *slog.Logger
+	fwd *forwarder
 	listener
 }
 
@@ -60,6 +64,7 @@ func NewToolServer(cfg ToolsConfig, svc ToolsServices) *ToolServer {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &ToolServer{cfg: cfg, svc: svc, log: cfg.Logger}
+	s.fwd = newForwarder(cfg.Owners, cfg.NodeID, cfg.Addr, false, cfg.Logger)
 	s.listener = newListener("tools", cfg.Addr, "supplyplan-tools", cfg.BodyBudget, cfg.Logger, s.handle)
 	return s
 }
@@ -105,6 +110,9 @@ func (s *ToolServer) handle(ctx *fasthttp.RequestCtx) {
 		return
 	default:
 		err = supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found")
+	}
+	if err == errForwarded { // the owner's answer is the response
+		return
 	}
 	if err != nil {
 		if supplyplan.ErrorCode(err) == supplyplan.EINTERNAL {
@@ -185,9 +193,12 @@ func (s *ToolServer) access(ctx *fasthttp.RequestCtx, ref string) (supplyplan.Or
 		"missing: this organization's tools are not public; send its tool key")
 }
 
-func (s *ToolServer) listTools(_ context.Context, ctx *fasthttp.RequestCtx) error {
+func (s *ToolServer) listTools(rctx context.Context, ctx *fasthttp.RequestCtx) error {
 	org, acc, err := s.access(ctx, string(ctx.QueryArgs().Peek("org")))
 	if err != nil {
+		return err
+	}
+	if err := s.route(rctx, ctx, org.ID, nil); err != nil {
 		return err
 	}
 	mode := "key"
@@ -248,6 +259,9 @@ func (s *ToolServer) callTool(rctx context.Context, ctx *fasthttp.RequestCtx) er
 	if err != nil {
 		return err
 	}
+	if err := s.route(rctx, ctx, org.ID, bd.b); err != nil {
+		return err
+	}
 	res, err := tools.NewSet(org, acc, s.svc.Deps).Call(rctx, in.Name, in.Arguments)
 	if err != nil {
 		if supplyplan.ErrorCode(err) == supplyplan.ENOTFOUND {
@@ -287,6 +301,18 @@ func (s *ToolServer) mcp(rctx context.Context, ctx *fasthttp.RequestCtx) {
 			raw = bytes.Clone(bd.b)
 		}
 	}
+	// Distributed: a caller of an organization owned elsewhere is forwarded (the whole answer,
+	// SSE-framed or not, is one buffered response); no owner now is the handler's 503, in JSON-RPC
+	// form, with Retry-After: 1.
+	unavailable := false
+	if aerr == nil {
+		switch err := s.route(rctx, ctx, org.ID, raw); {
+		case err == errForwarded:
+			return
+		case err != nil:
+			aerr, unavailable = err, supplyplan.ErrorCode(err) == supplyplan.EUNAVAILABLE
+		}
+	}
 	req := tools.MCPRequest{
 		Method: string(ctx.Method()),
 		Header: func(name string) string { return string(ctx.Request.Header.Peek(name)) },
@@ -305,6 +331,9 @@ func (s *ToolServer) mcp(rctx context.Context, ctx *fasthttp.RequestCtx) {
 			continue
 		}
 		ctx.Response.Header.Add(kv[0], kv[1])
+	}
+	if unavailable {
+		ctx.Response.Header.Set("Retry-After", "1")
 	}
 	ctx.SetStatusCode(resp.Status)
 	ctx.SetBody(resp.Body) // copies
@@ -371,4 +400,15 @@ availability per location, order status and planning tools, each gated by the me
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("text/html; charset=utf-8")
 	ctx.SetBodyString(b.String())
+}
+
+// route forwards a request of org to its owner when that is another node (errForwarded), or
+// answers 503 while no node can serve it; nil: served here (always in the embedded mode). body is
+// the request body already read (nil: none).
+func (s *ToolServer) route(rctx context.Context, ctx *fasthttp.RequestCtx, org string, body []byte) error {
+	if s.fwd == nil {
+		return nil
+	}
+	deadline, _ := rctx.Deadline()
+	return s.fwd.route(ctx, org, ctx.Request.Header.Peek(requestIDHeader), deadline, func() ([]byte, error) { return body, nil })
 }

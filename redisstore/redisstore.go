@@ -1,10 +1,11 @@
-// Package redisstore is the Redis adapter: the registry's gateway keys in the distributed mode
-// (every node reads the same keys). Only this package imports go-redis.
+// Package redisstore is the Redis adapter of the distributed mode: the registry's gateway keys and the
+// console's sessions (every node reads the same ones), alert gates, rate limits. Only this package imports go-redis.
 //
 // Layout under the configured prefix (default "supplyplan:"):
 //
 //	<prefix>gwkeys            hash: key id -> APIKey JSON (every key, revoked ones too; for listing)
 //	<prefix>gwkey:<sha256>    string: APIKey JSON of a live key (one GET per authentication)
+//	<prefix>console:session:<id>  hash: an operator console session (sessions.go)
 package redisstore
 
 import (

@@ -13,9 +13,14 @@ func (m *Main) openConsole(credsPath string) error {
 	if !cfg.Surfaces.all().Console || cfg.ConsoleAddr == "" {
 		return nil
 	}
-	c, err := sphttp.NewConsoleServer(sphttp.ConsoleConfig{Addr: cfg.ConsoleAddr, SessionTTL: cfg.ConsoleSessionTTL,
+	ccfg := sphttp.ConsoleConfig{Addr: cfg.ConsoleAddr, SessionTTL: cfg.ConsoleSessionTTL,
 		SessionIdle: cfg.ConsoleSessionIdle, BodyLimit: cfg.BodyLimit, ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
-		RequestTimeout: cfg.RequestTimeout, SecureCookie: cfg.ConsoleSecure, Logger: m.Log, BodyBudget: m.bodies, Now: cfg.Clock},
+		RequestTimeout: cfg.RequestTimeout, SecureCookie: cfg.ConsoleSecure, Logger: m.Log, BodyBudget: m.bodies, Now: cfg.Clock,
+		Owners: m.Owners, NodeID: m.NodeID}
+	if m.Redis != nil { // sessions shared by every node (--redis-addr); else in this process
+		ccfg.Sessions = m.Redis
+	}
+	c, err := sphttp.NewConsoleServer(ccfg,
 		sphttp.Services{Auth: m.System.Platform, Platform: m.System.Platform, Forecasting: m.System.Forecasting,
 			Catalog: m.System.Catalog, Imports: m.System.Imports, Demand: m.System.Catalog, Transfers: m.System.Transfers,
 			Forecast: m.System.Forecasts, Alerts: m.System.Alerts, Webhooks: m.System.Webhooks, Billing: m.System.Billing,

@@ -131,7 +131,8 @@ func (m *Main) openLoopCatalog() error {
 		return err
 	}
 	m.Loops = sphttp.NewLoopCatalogServer(sphttp.LoopCatalogConfig{Addr: cfg.LoopCatalogAddr, BodyLimit: cfg.BodyLimit,
-		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies, Metrics: m.Metrics, AccessLog: access},
+		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies, Metrics: m.Metrics, AccessLog: access,
+		Owners: m.Owners, NodeID: m.NodeID},
 		sphttp.LoopCatalogServices{Auth: m.System.Platform, Loops: m.System.Loops})
 	if err := m.Loops.Open(); err != nil {
 		return err
@@ -188,7 +189,8 @@ func (m *Main) openLoopRuntime() error {
 		return err
 	}
 	m.Runtime = sphttp.NewLoopRuntimeServer(sphttp.LoopRuntimeConfig{Addr: cfg.LoopRuntimeAddr, BodyLimit: cfg.BodyLimit,
-		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies, Metrics: m.Metrics, AccessLog: access},
+		RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies, Metrics: m.Metrics, AccessLog: access,
+		Owners: m.Owners, NodeID: m.NodeID},
 		sphttp.LoopRuntimeServices{Auth: m.LoopAuth, Runtime: m.System.LoopRuntime})
 	if err := m.Runtime.Open(); err != nil {
 		return err

@@ -62,6 +62,11 @@ type Main struct {
 
 	Console *sphttp.ConsoleServer
 
+	// Owners routes each organization's requests to the node that owns it, on every surface
+	// (distributed mode: set before Open, with NodeID, this node's id); nil: embedded.
+	Owners sphttp.Owners
+	NodeID string
+
 	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog, the forecaster
 	// and the transfer recommendations from System.Catalog, System.Forecasts and System.Transfers
 	// unless set. Tests may set Catalog, or Planning (both planning contracts).
@@ -181,7 +186,7 @@ func (m *Main) Open(ctx context.Context) error {
 		m.API = sphttp.NewServer(sphttp.Config{Addr: cfg.APIAddr, BodyLimit: cfg.BodyLimit,
 			ImportMaxBytes: cfg.ImportMaxBytes, ImportMaxRows: cfg.ImportMaxRows,
 			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, PaymentWebhookSecret: cfg.PaymentSecret, BodyBudget: m.bodies,
-			Metrics: m.Metrics, AccessLog: access, RateLimits: limiter},
+			Metrics: m.Metrics, AccessLog: access, RateLimits: limiter, Owners: m.Owners, NodeID: m.NodeID},
 			sphttp.Services{Auth: m.System.Platform, Platform: m.System.Platform, Forecasting: m.System.Forecasting,
 				Catalog: m.System.Catalog, Imports: m.System.Imports, Demand: m.System.Catalog, Transfers: m.System.Transfers,
 				Forecast: m.System.Forecasts, Signals: m.Signals, Alerts: m.System.Alerts, Webhooks: m.System.Webhooks,

@@ -87,7 +87,7 @@ func (m *Main) openSurfaces() error {
 				"State-changing tools answer with a confirmation token first; call again with it to act.",
 			AllowedOrigins: m.mcp.origins, PageSize: cfg.MCPPageSize, MaxBody: cfg.BodyLimit, Logger: m.Log})
 		m.Tools = sphttp.NewToolServer(sphttp.ToolsConfig{Addr: cfg.ToolsAddr, BodyLimit: cfg.BodyLimit,
-			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies},
+			RequestTimeout: cfg.RequestTimeout, Logger: m.Log, BodyBudget: m.bodies, Owners: m.Owners, NodeID: m.NodeID},
 			sphttp.ToolsServices{Keys: m.System.MCP, Merchants: m.System.MCP, Deps: m.mcp.deps, MCP: mcp, Health: m.mcp.health})
 		if err := m.Tools.Open(); err != nil {
 			return err
