@@ -107,10 +107,13 @@ func (e *LoopTenantEffect) Kind() string {
 	return LoopEffectPurchaseOrder
 }
 
-// Tenant is the effect as the tenant applies it (a pending effect retried at the next start).
-func (e LoopEffect) Tenant(instanceID string) LoopTenantEffect {
-	t := LoopTenantEffect{ID: e.ID, InstanceID: instanceID, Seq: e.Seq, Lines: e.Lines, PurchaseOrderID: e.PurchaseOrderID,
-		PurchaseOrderStatus: e.PurchaseOrderStatus, OrderID: e.OrderID}
+// Tenant is the effect of inst as the tenant applies it (a pending effect retried at the next
+// start). The stock lines of the returns loop's effect are its restock (PlanLoopEffects), so a
+// retry's errors name payload.restock, as the first attempt's do.
+func (e LoopEffect) Tenant(inst *LoopInstance) LoopTenantEffect {
+	t := LoopTenantEffect{ID: e.ID, InstanceID: inst.ID, Seq: e.Seq, Lines: e.Lines, PurchaseOrderID: e.PurchaseOrderID,
+		PurchaseOrderStatus: e.PurchaseOrderStatus, OrderID: e.OrderID,
+		Restock: inst.Loop == BuiltinReturnsLoop && e.Kind == LoopEffectStockReceipt}
 	switch e.Kind {
 	case LoopEffectShipment:
 		t.OrderStatus = OrderShipped

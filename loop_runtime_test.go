@@ -2,6 +2,7 @@ package supplyplan
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -579,5 +580,39 @@ func TestLoopCommitmentThresholdsOncePerMonth(t *testing.T) {
 	fire(next, 5)
 	if len(got) != 3 {
 		t.Fatalf("events without a commitment %v", got)
+	}
+}
+
+// TestLoopEffectRetryNamesItsPayload: a pending effect retried at the next start (LoopEffect.Tenant)
+// reports its problems under the same payload path as the first attempt: payload.restock for the
+// returns loop's restock, payload.lines for a procurement receipt.
+func TestLoopEffectRetryNamesItsPayload(t *testing.T) {
+	ts := NewTenantState("org_1")
+	if err := ts.Apply(Put(KindLocation, "wh1", &Location{ID: "wh1", Name: "Main"})); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		inst       *LoopInstance
+		transition string
+		payload    string
+		field      string
+	}{
+		{&LoopInstance{ID: "lin_r", Loop: BuiltinReturnsLoop}, "resolve", `{"restock":[{"sku":"nope","locationId":"wh1","quantity":1}]}`, "payload.restock[0].sku"},
+		{&LoopInstance{ID: "lin_p", Loop: BuiltinProcurementLoop}, "receive_partial", `{"lines":[{"sku":"nope","locationId":"wh1","quantity":1}]}`, "payload.lines[0].sku"},
+	} {
+		eff, err := PlanLoopEffects(tc.inst, tc.transition, json.RawMessage(tc.payload), 3)
+		if err != nil || eff == nil {
+			t.Fatalf("%s: plan %+v %v", tc.inst.Loop, eff, err)
+		}
+		// As the runtime records it on the instance, then retries it.
+		recorded := LoopEffect{Seq: 3, ID: eff.ID, Kind: eff.Kind(), Status: LoopEffectPending, Lines: eff.Lines,
+			PurchaseOrderID: eff.PurchaseOrderID, PurchaseOrderStatus: eff.PurchaseOrderStatus, OrderID: eff.OrderID}
+		for name, e := range map[string]LoopTenantEffect{"first attempt": *eff, "retry": recorded.Tenant(tc.inst)} {
+			_, _, err := ts.ApplyLoopEffect(e, rt0)
+			var de *Error
+			if !errors.As(err, &de) || de.Code != EVALIDATION || len(de.Details) != 1 || len(de.Details[tc.field]) != 1 {
+				t.Errorf("%s %s: got %v (%+v), want a validation error naming %s", tc.inst.Loop, name, err, de, tc.field)
+			}
+		}
 	}
 }

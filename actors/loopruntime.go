@@ -186,7 +186,7 @@ func pendingEffects(st *supplyplan.LoopRunState) []supplyplan.LoopTenantEffect {
 	for _, in := range st.Instances {
 		for _, e := range in.Effects {
 			if e.Status == supplyplan.LoopEffectPending {
-				out = append(out, e.Tenant(in.ID))
+				out = append(out, e.Tenant(in))
 			}
 		}
 	}

@@ -7,7 +7,6 @@ package jwtauth
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/supplyplan/supplyplan/internal/strictjson"
 )
 
 // Scopes of the loop runtime.
@@ -154,9 +152,10 @@ type Config struct {
 type Verifier struct {
 	cfg     Config
 	issuers map[string]bool
-	parser  *jwt.Parser
-	keys    *keySource
-	replay  *replayCache
+	// validator checks exp, nbf, iat and aud as golang-jwt's parser did.
+	validator *jwt.Validator
+	keys      *keySource
+	replay    *replayCache
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -200,8 +199,7 @@ func New(cfg Config) (*Verifier, error) {
 		cfg.HTTPClient = &http.Client{Timeout: fetchTimeout}
 	}
 	v := &Verifier{cfg: cfg, issuers: issuers, replay: newReplayCache(maxReplayEntries), stop: make(chan struct{})}
-	v.parser = jwt.NewParser(
-		jwt.WithValidMethods(algorithms),
+	v.validator = jwt.NewValidator(
 		jwt.WithLeeway(cfg.Leeway),
 		jwt.WithTimeFunc(cfg.Now),
 		jwt.WithExpirationRequired(),
@@ -258,31 +256,61 @@ func (v *Verifier) refreshLoop() {
 // Authenticate verifies bearer (the token, or an Authorization header value "Bearer <token>")
 // and returns its claims. With mutating set, a token whose jti was already used on a mutating
 // call is refused until it expires, and a first use records it. Every failure is an *Error.
+//
+// The checks run in the order golang-jwt's ParseWithClaims ran them when it parsed the token into
+// MapClaims: segments, header and claims decoded (and checked strictly), the algorithm, the key
+// (key), the signature (the library's SigningMethod.Verify), the time claims and audience (the
+// library's Validator on tokenClaims), then what the library does not check (claims).
 func (v *Verifier) Authenticate(ctx context.Context, bearer string, mutating bool) (Claims, error) {
 	raw, aerr := bearerToken(bearer)
 	if aerr != nil {
 		return Claims{}, aerr
 	}
-	if aerr := strictSegments(raw); aerr != nil {
+	seg, aerr := decodeSegments(raw)
+	if aerr != nil {
 		return Claims{}, aerr
 	}
-	mc := jwt.MapClaims{}
-	var keyErr *Error
-	tok, err := v.parser.ParseWithClaims(raw, mc, func(t *jwt.Token) (any, error) {
-		k, e := v.key(ctx, t, mc)
-		if e != nil {
-			keyErr = e
-			return nil, e
-		}
-		return k, nil
-	})
-	if err != nil {
-		if keyErr != nil {
-			return Claims{}, keyErr
-		}
-		return Claims{}, v.translate(tok, mc, err)
+	hdr, ok := parseHeader(seg.header)
+	if !ok {
+		return Claims{}, invalidToken("malformed token")
 	}
-	c, aerr := v.claims(mc)
+	tc, ok := parseClaims(seg.claims)
+	if !ok {
+		return Claims{}, invalidToken("malformed token")
+	}
+	var method jwt.SigningMethod
+	if hdr.alg.isString {
+		method = jwt.GetSigningMethod(hdr.alg.s)
+	}
+	if method == nil {
+		return Claims{}, algorithmNotAllowed()
+	}
+	if aerr := seg.decodeSignature(); aerr != nil {
+		return Claims{}, aerr
+	}
+	if !slices.Contains(algorithms, hdr.alg.s) {
+		return Claims{}, algorithmNotAllowed()
+	}
+	keys, aerr := v.key(ctx, &hdr, &tc)
+	if aerr != nil {
+		return Claims{}, aerr
+	}
+	if len(keys) == 0 {
+		return Claims{}, invalidToken("invalid token")
+	}
+	var err error
+	for _, k := range keys {
+		if err = method.Verify(seg.signing, seg.signature, k); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return Claims{}, invalidToken("invalid token signature")
+	}
+	if err := v.validator.Validate(&tc); err != nil {
+		return Claims{}, v.translate(&tc, err)
+	}
+	c, aerr := v.claims(&tc)
 	if aerr != nil {
 		return Claims{}, aerr
 	}
@@ -295,6 +323,11 @@ func (v *Verifier) Authenticate(ctx context.Context, bearer string, mutating boo
 		}
 	}
 	return c, nil
+}
+
+// algorithmNotAllowed refuses a token whose alg is not on the allow-list.
+func algorithmNotAllowed() *Error {
+	return invalidToken("token algorithm not allowed: use RS256, ES256 or EdDSA")
 }
 
 // bearerToken takes the token out of "Bearer <token>" or a bare token.
@@ -318,82 +351,39 @@ func bearerToken(s string) (string, *Error) {
 	return s, nil
 }
 
-// strictSegments refuses a header or claims set with a key given twice or invalid UTF-8, which
-// encoding/json (and so golang-jwt) accepts, keeping the last value: `{"iss":"a","iss":"b"}`
-// would be read differently by a component that keeps the first. A segment that does not decode
-// is left to the parser, which reports it as malformed.
-func strictSegments(raw string) *Error {
-	parts := strings.SplitN(raw, ".", 3)
-	if len(parts) != 3 {
-		return nil
-	}
-	for _, p := range parts[:2] {
-		b, err := base64.RawURLEncoding.DecodeString(p)
-		if err != nil {
-			return nil
-		}
-		if _, _, err := strictjson.Check(b, nil); err != nil {
-			return invalidToken("malformed token: a header parameter or claim given twice, or not valid JSON")
-		}
-	}
-	return nil
-}
-
-// key is the Keyfunc: it runs after the header and claims are decoded and the algorithm passed
-// the allow-list, before the signature is checked. It refuses untrusted issuers and critical
-// header parameters first, so that neither can make the verifier fetch keys.
-func (v *Verifier) key(ctx context.Context, t *jwt.Token, mc jwt.MapClaims) (any, *Error) {
-	if _, ok := t.Header["crit"]; ok {
+// key returns the keys that may verify the token: it runs after the header and claims are
+// decoded and the algorithm passed the allow-list, before the signature is checked (where
+// golang-jwt ran its Keyfunc). It refuses untrusted issuers and critical header parameters first,
+// so that neither can make the verifier fetch keys.
+func (v *Verifier) key(ctx context.Context, h *tokenHeader, tc *tokenClaims) ([]any, *Error) {
+	if h.crit {
 		// golang-jwt ignores `crit`; RFC 7515 §4.1.11 requires refusing extensions we do not know.
 		return nil, invalidToken("token header has critical parameters this service does not understand")
 	}
-	iss, ok := mc["iss"].(string)
 	switch {
-	case !ok || iss == "":
+	case !tc.iss.isString || tc.iss.s == "":
 		return nil, invalidToken("token has no iss claim")
-	case !v.issuers[iss]:
+	case !v.issuers[tc.iss.s]:
 		return nil, invalidToken("token issuer is not trusted")
 	}
-	alg, _ := t.Header["alg"].(string)
-	kid, ok := t.Header["kid"].(string)
-	if _, present := t.Header["kid"]; present && !ok {
+	if h.kid.present && !h.kid.isString {
 		return nil, invalidToken("token kid must be a string")
 	}
-	keys, err := v.keys.candidates(ctx, kid, alg)
-	if err != nil {
-		return nil, err
-	}
-	if len(keys) == 1 {
-		return keys[0], nil
-	}
-	set := jwt.VerificationKeySet{Keys: make([]jwt.VerificationKey, len(keys))}
-	for i, k := range keys {
-		set.Keys[i] = k
-	}
-	return set, nil
+	return v.keys.candidates(ctx, h.kid.s, h.alg.s)
 }
 
-// translate turns a golang-jwt error into an *Error whose description names the problem without
-// the library's wording or any key material.
-func (v *Verifier) translate(tok *jwt.Token, mc jwt.MapClaims, err error) *Error {
-	if errors.Is(err, jwt.ErrTokenMalformed) {
-		return invalidToken("malformed token")
-	}
-	if tok != nil {
-		if alg, _ := tok.Header["alg"].(string); !slices.Contains(algorithms, alg) {
-			return invalidToken("token algorithm not allowed: use RS256, ES256 or EdDSA")
-		}
-	}
+// translate turns an error of golang-jwt's Validator into an *Error whose description names the
+// problem without the library's wording.
+func (v *Verifier) translate(tc *tokenClaims, err error) *Error {
 	switch {
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		return invalidToken("invalid token signature")
 	case errors.Is(err, jwt.ErrInvalidType):
 		return invalidToken("token has a claim of the wrong type (exp, nbf, iat and aud)")
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		for _, name := range []string{"exp", "aud"} {
-			if _, ok := mc[name]; !ok {
-				return invalidToken("token has no " + name + " claim")
-			}
+		switch {
+		case !tc.exp.present:
+			return invalidToken("token has no exp claim")
+		case !tc.audPresent:
+			return invalidToken("token has no aud claim")
 		}
 		return invalidToken("token lacks a required claim")
 	case errors.Is(err, jwt.ErrTokenExpired):
@@ -410,16 +400,16 @@ func (v *Verifier) translate(tok *jwt.Token, mc jwt.MapClaims, err error) *Error
 
 // claims checks what golang-jwt does not (iat present, lifetime, sub, jti, org, scope) and
 // returns the token's Claims.
-func (v *Verifier) claims(mc jwt.MapClaims) (Claims, *Error) {
+func (v *Verifier) claims(tc *tokenClaims) (Claims, *Error) {
 	var c Claims
-	c.Issuer, _ = mc["iss"].(string) // checked by key
+	c.Issuer = tc.iss.s // checked by key
 	c.Audience = v.cfg.Audience
-	exp, _ := mc.GetExpirationTime() // present and valid: checked by the parser
-	iat, err := mc.GetIssuedAt()
+	exp, _ := tc.GetExpirationTime() // present and valid: checked by the validator
+	iat, err := tc.GetIssuedAt()
 	if err != nil || iat == nil {
 		return c, invalidToken("token has no iat claim")
 	}
-	nbf, err := mc.GetNotBefore()
+	nbf, err := tc.GetNotBefore()
 	if err != nil {
 		return c, invalidToken("token nbf claim must be a number")
 	}
@@ -434,28 +424,26 @@ func (v *Verifier) claims(mc jwt.MapClaims) (Claims, *Error) {
 		return c, invalidToken(fmt.Sprintf("token lifetime (exp - iat) exceeds %s", v.cfg.MaxLifetime))
 	}
 	var aerr *Error
-	str := func(name string, limit int) string {
+	str := func(name string, cs claimString, limit int) string {
 		if aerr != nil {
 			return ""
 		}
-		raw, present := mc[name]
-		s, ok := raw.(string)
 		switch {
-		case !present:
+		case !cs.present:
 			aerr = invalidToken("token has no " + name + " claim")
-		case !ok:
+		case !cs.isString:
 			aerr = invalidToken("token " + name + " claim must be a string")
-		case strings.TrimSpace(s) == "":
+		case strings.TrimSpace(cs.s) == "":
 			aerr = invalidToken("token " + name + " claim is empty")
-		case len(s) > limit:
+		case len(cs.s) > limit:
 			aerr = invalidToken(fmt.Sprintf("token %s claim longer than %d bytes", name, limit))
 		}
-		return s
+		return cs.s
 	}
-	c.Subject = str("sub", maxClaimBytes)
-	c.ID = str("jti", maxClaimBytes)
-	c.Org = str("org", maxClaimBytes)
-	scope := str("scope", maxScopeBytes)
+	c.Subject = str("sub", tc.sub, maxClaimBytes)
+	c.ID = str("jti", tc.jti, maxClaimBytes)
+	c.Org = str("org", tc.org, maxClaimBytes)
+	scope := str("scope", tc.scope, maxScopeBytes)
 	if aerr != nil {
 		return Claims{}, aerr
 	}

@@ -389,3 +389,68 @@ func mustJSON(tb testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// TestAuthenticateClaimTypes: the JSON types each claim may have, and dates as golang-jwt's
+// NumericDate reads them (fractions truncated to the second).
+func TestAuthenticateClaimTypes(t *testing.T) {
+	clk := newClock()
+	ed := edSigner(t, "ed-1")
+	v := mustVerifier(t, Config{Issuers: []string{testIssuer}, JWKSFile: writeFile(t, "keys.json", jwks(t, ed)), Now: clk.Now})
+	now := clk.Now()
+	sec := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
+	body := func(members string) string {
+		return `{"iss":"` + testIssuer + `","sub":"user-1","jti":"jti-t","org":"demo","scope":"loops:write",` + members + `}`
+	}
+	times := `"iat":` + sec(0) + `,"exp":` + sec(10*time.Minute)
+	for _, tc := range []struct {
+		name, claims string
+		desc         string // "" when accepted
+	}{
+		{"aud array", body(`"aud":["other","supplyplan-loops"],` + times), ""},
+		{"aud array without the audience", body(`"aud":["other"],` + times), "audience does not include"},
+		{"aud array with a number", body(`"aud":["supplyplan-loops",7],` + times), "wrong type"},
+		{"aud empty array", body(`"aud":[],` + times), "lacks a required claim"},
+		{"aud number", body(`"aud":7,` + times), "lacks a required claim"},
+		{"aud null", body(`"aud":null,` + times), "lacks a required claim"},
+		{"escaped aud and claim names", `{"\u0069ss":"` + testIssuer + `","sub":"user-1","jti":"jti-t","org":"d\u0065mo","scope":"loops:write","aud":"supplyplan\u002dloops",` + times + `}`, ""},
+		{"claim names are exact", body(`"AUD":"supplyplan-loops",` + times), "no aud claim"},
+		{"exp a string", body(`"aud":"supplyplan-loops","iat":` + sec(0) + `,"exp":"` + sec(time.Minute) + `"`), "wrong type"},
+		{"exp null", body(`"aud":"supplyplan-loops","iat":` + sec(0) + `,"exp":null`), "wrong type"},
+		{"exp zero", body(`"aud":"supplyplan-loops","iat":` + sec(0) + `,"exp":0`), "lacks a required claim"},
+		{"iat a string", body(`"aud":"supplyplan-loops","iat":"now","exp":` + sec(time.Minute)), "wrong type"},
+		{"iat zero", body(`"aud":"supplyplan-loops","iat":0,"exp":` + sec(time.Minute)), "no iat claim"},
+		{"nbf a list", body(`"aud":"supplyplan-loops","nbf":[1],` + times), "wrong type"},
+		{"fractional exp within leeway", body(`"aud":"supplyplan-loops","iat":` + sec(-10*time.Minute) + `,"exp":` + sec(-59*time.Second) + `.5`), ""},
+		{"fractional exp truncated out of the leeway", body(`"aud":"supplyplan-loops","iat":` + sec(-10*time.Minute) + `,"exp":` + sec(-60*time.Second) + `.5`), "token expired"},
+		{"fractional exp beyond leeway", body(`"aud":"supplyplan-loops","iat":` + sec(-10*time.Minute) + `,"exp":` + sec(-61*time.Second) + `.999`), "token expired"},
+		{"exponent dates", body(`"aud":"supplyplan-loops","iat":` + sec(0) + `e0,"exp":` + sec(10*time.Minute) + `.0E0`), ""},
+		{"iss a number", `{"iss":7,"sub":"user-1","jti":"jti-t","org":"demo","scope":"loops:write","aud":"supplyplan-loops",` + times + `}`, "no iss claim"},
+		{"a number out of float64 range", body(`"aud":"supplyplan-loops","x":{"y":[1e400]},` + times), "malformed token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := v.Authenticate(context.Background(), handMade(t, ed, `{"alg":"EdDSA","kid":"ed-1"}`, tc.claims), false)
+			if tc.desc != "" {
+				wantAuthError(t, err, http.StatusUnauthorized, CodeInvalidToken, tc.desc)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Org != "demo" || c.Issuer != testIssuer || c.ExpiresAt.Nanosecond() != 0 || c.IssuedAt.Nanosecond() != 0 {
+				t.Errorf("claims %+v", c)
+			}
+		})
+	}
+	// A fractional date is truncated to the second, as jwt.NumericDate does.
+	c, err := v.Authenticate(context.Background(), handMade(t, ed, `{"alg":"EdDSA"}`,
+		body(`"aud":"supplyplan-loops","iat":`+sec(0)+`.75,"nbf":`+sec(0)+`.5,"exp":`+sec(10*time.Minute)+`.999`)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.IssuedAt.Equal(now) || !c.NotBefore.Equal(now) || !c.ExpiresAt.Equal(now.Add(10*time.Minute)) {
+		t.Errorf("dates %v %v %v, want %v and %v", c.IssuedAt, c.NotBefore, c.ExpiresAt, now, now.Add(10*time.Minute))
+	}
+	// The kid must be a string.
+	_, err = v.Authenticate(context.Background(), handMade(t, ed, `{"alg":"EdDSA","kid":1}`, body(`"aud":"supplyplan-loops",`+times)), false)
+	wantAuthError(t, err, http.StatusUnauthorized, CodeInvalidToken, "kid must be a string")
+}
