@@ -42,6 +42,12 @@ type scenarioBody struct {
 	Scenario supplyplan.Scenario `json:"scenario"`
 }
 
+func (b scenarioBody) appendJSON(out []byte) ([]byte, bool) {
+	out = append(out, `{"scenario":`...)
+	out, ok := supplyplan.AppendJSON(out, &b.Scenario)
+	return append(out, '}'), ok
+}
+
 func (s *Server) getScenario(r *Request) error {
 	sc, err := s.svc.Forecasting.GetScenario(r.Context, r.Principal, r.Param("id"))
 	if err != nil {
@@ -118,7 +124,7 @@ func (s *Server) listEvents(r *Request) error {
 
 func (s *Server) createEvent(r *Request) error {
 	var in supplyplan.EventInput
-	if err := r.Decode(&in); err != nil {
+	if err := r.decodeEvent(&in); err != nil {
 		return err
 	}
 	e, err := s.svc.Forecasting.CreateEvent(r.Context, r.Principal, in)
@@ -138,7 +144,7 @@ func (s *Server) getEvent(r *Request) error {
 
 func (s *Server) updateEvent(r *Request) error {
 	var in supplyplan.EventInput
-	if err := r.Decode(&in); err != nil {
+	if err := r.decodeEvent(&in); err != nil {
 		return err
 	}
 	e, err := s.svc.Forecasting.UpdateEvent(r.Context, r.Principal, r.Param("id"), in)
