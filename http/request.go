@@ -45,6 +45,8 @@ type Request struct {
 	rate rateState
 	// requestID is the request's id (the loop runtime records it in the audit).
 	requestID []byte
+	// deadline is Context (set by dispatch).
+	deadline deadlineCtx
 }
 
 // Body reads the request body once, under the request's limit (413 beyond, before reading when
