@@ -764,6 +764,11 @@ func (c *ChangeEntry) appendJSON(b []byte) ([]byte, bool) {
 	return w.b, w.ok
 }
 
+// AppendScenarioJSON appends s as json.Marshal writes it, or reports false (b unchanged up to
+// its length) when encoding/json must do it (a number that is not finite, a time out of range).
+// Unlike AppendJSON it takes no interface: the caller's scenario stays on its stack.
+func AppendScenarioJSON(b []byte, s *Scenario) ([]byte, bool) { return s.appendJSON(b) }
+
 // appendJSON of a scenario: the body of every scenario read (GET /api/forecast/scenarios/[id]),
 // where encoding/json's reflection was the largest cost of the handler.
 func (s *Scenario) appendJSON(b []byte) ([]byte, bool) {

@@ -34,7 +34,7 @@ func (s *Server) createScenario(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusCreated, scenarioBody{sc})
+	return r.scenarioJSON(fasthttp.StatusCreated, &sc)
 }
 
 // scenarioBody is the {"scenario": ...} body of the scenario endpoints.
@@ -42,10 +42,25 @@ type scenarioBody struct {
 	Scenario supplyplan.Scenario `json:"scenario"`
 }
 
-func (b scenarioBody) appendJSON(out []byte) ([]byte, bool) {
-	out = append(out, `{"scenario":`...)
-	out, ok := supplyplan.AppendJSON(out, &b.Scenario)
-	return append(out, '}'), ok
+// scenarioJSON answers {"scenario": sc} with the hand-written encoding (r.JSON otherwise), without
+// boxing the scenario in an interface (two copies of it on the heap per read).
+func (r *Request) scenarioJSON(status int, sc *supplyplan.Scenario) error {
+	e := responseEncoders.Get().(*responseEncoder)
+	b := append(e.raw[:0], `{"scenario":`...)
+	b, ok := supplyplan.AppendScenarioJSON(b, sc)
+	if !ok {
+		responseEncoders.Put(e)
+		return r.JSON(status, scenarioBody{*sc})
+	}
+	b = append(b, '}')
+	r.Ctx.SetStatusCode(status)
+	r.Ctx.SetContentType("application/json")
+	r.Ctx.SetBody(b)
+	if cap(b) <= maxPooledResponse {
+		e.raw = b
+	}
+	responseEncoders.Put(e)
+	return nil
 }
 
 func (s *Server) getScenario(r *Request) error {
@@ -53,7 +68,7 @@ func (s *Server) getScenario(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusOK, scenarioBody{sc})
+	return r.scenarioJSON(fasthttp.StatusOK, &sc)
 }
 
 func (s *Server) updateScenario(r *Request) error {
@@ -65,7 +80,7 @@ func (s *Server) updateScenario(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusOK, scenarioBody{sc})
+	return r.scenarioJSON(fasthttp.StatusOK, &sc)
 }
 
 func (s *Server) archiveScenario(r *Request) error {

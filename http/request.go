@@ -74,15 +74,9 @@ func (r *Request) JSON(status int, v any) error {
 	}()
 	r.Ctx.SetStatusCode(status)
 	r.Ctx.SetContentType("application/json")
-	// Values with a hand-written encoding (supplyplan.AppendJSON: an event, a scenario; a wrapper
-	// of this package with its appendJSON) skip the reflection.
-	b, ok := e.raw[:0], false
-	if a, isBody := v.(jsonBody); isBody {
-		b, ok = a.appendJSON(b)
-	} else {
-		b, ok = supplyplan.AppendJSON(b, v)
-	}
-	if ok {
+	// Values with a hand-written encoding (supplyplan.AppendJSON: an event, a scenario) skip the
+	// reflection.
+	if b, ok := supplyplan.AppendJSON(e.raw[:0], v); ok {
 		r.Ctx.SetBody(b)
 		if cap(b) <= maxPooledResponse {
 			e.raw = b
@@ -92,15 +86,9 @@ func (r *Request) JSON(status int, v any) error {
 	if err := e.enc.Encode(v); err != nil {
 		return fmt.Errorf("encode response: %w", err)
 	}
-	b = e.buf.Bytes()
+	b := e.buf.Bytes()
 	r.Ctx.SetBody(b[:len(b)-1]) // without the newline Encode ends with: the bytes json.Marshal makes
 	return nil
-}
-
-// jsonBody is a response wrapper of this package with a hand-written encoding (the bytes
-// json.Marshal writes, or false: it is then encoded with encoding/json).
-type jsonBody interface {
-	appendJSON(b []byte) ([]byte, bool)
 }
 
 // responseEncoder is a json.Encoder writing into its own buffer (json.Marshal's settings: HTML
