@@ -764,6 +764,9 @@ func (c *ChangeEntry) appendJSON(b []byte) ([]byte, bool) {
 	return w.b, w.ok
 }
 
+// AppendEventJSON is AppendScenarioJSON for an event (the answer of every event write).
+func AppendEventJSON(b []byte, e *ExternalEvent) ([]byte, bool) { return e.appendJSON(b) }
+
 // AppendScenarioJSON appends s as json.Marshal writes it, or reports false (b unchanged up to
 // its length) when encoding/json must do it (a number that is not finite, a time out of range).
 // Unlike AppendJSON it takes no interface: the caller's scenario stays on its stack.

@@ -42,6 +42,25 @@ type scenarioBody struct {
 	Scenario supplyplan.Scenario `json:"scenario"`
 }
 
+// eventJSON answers an event with the hand-written encoding (r.JSON otherwise), without boxing
+// it in an interface (a heap copy per write).
+func (r *Request) eventJSON(status int, ev *supplyplan.ExternalEvent) error {
+	e := responseEncoders.Get().(*responseEncoder)
+	b, ok := supplyplan.AppendEventJSON(e.raw[:0], ev)
+	if !ok {
+		responseEncoders.Put(e)
+		return r.JSON(status, *ev)
+	}
+	r.Ctx.SetStatusCode(status)
+	r.Ctx.SetContentType("application/json")
+	r.Ctx.SetBody(b)
+	if cap(b) <= maxPooledResponse {
+		e.raw = b
+	}
+	responseEncoders.Put(e)
+	return nil
+}
+
 // scenarioJSON answers {"scenario": sc} with the hand-written encoding (r.JSON otherwise), without
 // boxing the scenario in an interface (two copies of it on the heap per read).
 func (r *Request) scenarioJSON(status int, sc *supplyplan.Scenario) error {
@@ -146,7 +165,7 @@ func (s *Server) createEvent(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusCreated, e)
+	return r.eventJSON(fasthttp.StatusCreated, &e)
 }
 
 func (s *Server) getEvent(r *Request) error {

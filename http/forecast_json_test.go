@@ -32,3 +32,23 @@ func TestScenarioJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestEventJSON: an event write's hand-written answer is json.Marshal's.
+func TestEventJSON(t *testing.T) {
+	lift, nan := 0.25, math.NaN()
+	at := time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, ev := range []supplyplan.ExternalEvent{
+		{ID: "evt_1", Name: "Promo <1>", Type: "PROMOTION", StartsAt: at, EndsAt: at.AddDate(0, 0, 7), CreatedAt: at, UpdatedAt: at,
+			Value: &supplyplan.EventValue{LiftPct: &lift, StackingMode: "MULTIPLICATIVE"}, ProductMasterID: "p",
+			ProductMaster: &supplyplan.ProductRef{ID: "p", Name: "P", SKU: "sku-1"}},
+		{ID: "evt_2", Value: &supplyplan.EventValue{LiftPct: &nan}},
+	} {
+		var ctx fasthttp.RequestCtx
+		r := &Request{Ctx: &ctx}
+		want, wantErr := json.Marshal(ev)
+		err := r.eventJSON(fasthttp.StatusCreated, &ev)
+		if (err != nil) != (wantErr != nil) || err == nil && string(ctx.Response.Body()) != string(want) {
+			t.Errorf("event %s: got %s (%v), want %s (%v)", ev.ID, ctx.Response.Body(), err, want, wantErr)
+		}
+	}
+}
