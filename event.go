@@ -121,14 +121,20 @@ type EventInput struct {
 	LocationID      *string          `json:"locationId" max:"200"`
 	IsGlobal        *bool            `json:"isGlobal"`
 	IsOrgWide       *bool            `json:"isOrgWide"`
+	// Checked says CheckInput passed already: the REST decoder checks on the request's goroutine,
+	// and Validate, which runs in the tenant's actor (one writer per tenant), then skips it. Never
+	// decoded from a body.
+	Checked bool `json:"-"`
 }
 
 // Validate checks the fields present; create requires name, startsAt and endsAt. Dates are parsed
 // into the returned times (zero when absent); both, a date-only endsAt moved to the end of its day
 // included, lie in [MinTime, MaxTime].
 func (in EventInput) Validate(create, platform bool) (starts, ends time.Time, err error) {
-	if err := CheckInput(in); err != nil {
-		return time.Time{}, time.Time{}, err
+	if !in.Checked {
+		if err := CheckInput(in); err != nil {
+			return time.Time{}, time.Time{}, err
+		}
 	}
 	fe := FieldErrors{}
 	if in.Name != nil || create {

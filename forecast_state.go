@@ -2,8 +2,8 @@ package supplyplan
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -150,10 +150,18 @@ func (s *ForecastingState) EventChange(typ, actor string, old, new *ExternalEven
 	if ref == nil {
 		ref = old
 	}
-	verb := map[string]string{ChangeEventCreated: "created", ChangeEventUpdated: "updated", ChangeEventDeleted: "deleted"}[typ]
+	var verb string // runs in the tenant's actor on every event write: no map, no fmt
+	switch typ {
+	case ChangeEventCreated:
+		verb = "created"
+	case ChangeEventUpdated:
+		verb = "updated"
+	case ChangeEventDeleted:
+		verb = "deleted"
+	}
 	e := ChangeEntry{ID: NewID("chg"), ChangeType: typ, Actor: actor, EventID: ref.ID, ProductMasterID: ref.ProductMasterID,
 		LocationID: ref.LocationID, HorizonWeeks: ChangeHorizonWeeks, CreatedAt: now,
-		Reason: fmt.Sprintf("event %q (%s) %s", ref.Name, ref.Type, verb)}
+		Reason: "event " + strconv.Quote(ref.Name) + " (" + string(ref.Type) + ") " + verb}
 	from := WeekStart(now)
 	to := from.AddDate(0, 0, 7*ChangeHorizonWeeks)
 	overlaps := func(x *ExternalEvent) bool { return x != nil && x.StartsAt.Before(to) && x.EndsAt.After(from) }

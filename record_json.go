@@ -578,6 +578,10 @@ func AppendJSON(b []byte, v any) ([]byte, bool) {
 		if out, ok := v.appendJSON(b); ok {
 			return out, true
 		}
+	case Scenario:
+		if out, ok := v.appendJSON(b); ok {
+			return out, true
+		}
 	}
 	return b, false
 }
@@ -755,6 +759,107 @@ func (c *ChangeEntry) appendJSON(b []byte) ([]byte, bool) {
 			w.b, w.ok = p.New.appendJSON(w.b)
 		}
 		w.raw("}")
+	}
+	w.raw("}")
+	return w.b, w.ok
+}
+
+// AppendEventJSON is AppendScenarioJSON for an event (the answer of every event write).
+func AppendEventJSON(b []byte, e *ExternalEvent) ([]byte, bool) { return e.appendJSON(b) }
+
+// AppendScenarioJSON appends s as json.Marshal writes it, or reports false (b unchanged up to
+// its length) when encoding/json must do it (a number that is not finite, a time out of range).
+// Unlike AppendJSON it takes no interface: the caller's scenario stays on its stack.
+func AppendScenarioJSON(b []byte, s *Scenario) ([]byte, bool) { return s.appendJSON(b) }
+
+// appendJSON of a scenario: the body of every scenario read (GET /api/forecast/scenarios/[id]),
+// where encoding/json's reflection was the largest cost of the handler.
+func (s *Scenario) appendJSON(b []byte) ([]byte, bool) {
+	if s == nil {
+		return append(b, "null"...), true
+	}
+	w := jsonWriter{b: b, ok: true}
+	w.raw(`{"id":`)
+	w.str(s.ID)
+	w.raw(`,"name":`)
+	w.str(s.Name)
+	if s.Description != "" {
+		w.raw(`,"description":`)
+		w.str(s.Description)
+	}
+	w.raw(`,"type":`)
+	w.str(string(s.Type))
+	w.raw(`,"status":`)
+	w.str(string(s.Status))
+	a := &s.Assumptions
+	w.raw(`,"assumptions":`)
+	sep := `{`
+	field := func(name string) {
+		w.raw(sep)
+		w.raw(name)
+		sep = `,`
+	}
+	if a.Narrative != "" {
+		field(`"narrative":`)
+		w.str(a.Narrative)
+	}
+	if a.GlobalLiftPct != nil {
+		field(`"globalLiftPct":`)
+		w.num(*a.GlobalLiftPct)
+	}
+	if a.CategoryAdjustments != nil {
+		field(`"categoryAdjustments":[`)
+		for i, c := range a.CategoryAdjustments {
+			if i > 0 {
+				w.raw(",")
+			}
+			w.raw(`{"categoryId":`)
+			w.str(c.CategoryID)
+			w.raw(`,"liftPct":`)
+			w.num(c.LiftPct)
+			w.raw("}")
+		}
+		w.raw("]")
+	}
+	if a.ChannelAdjustments != nil {
+		field(`"channelAdjustments":[`)
+		for i, c := range a.ChannelAdjustments {
+			if i > 0 {
+				w.raw(",")
+			}
+			w.raw(`{"channelId":`)
+			w.str(c.ChannelID)
+			w.raw(`,"liftPct":`)
+			w.num(c.LiftPct)
+			w.raw("}")
+		}
+		w.raw("]")
+	}
+	if a.IncludedEventIDs != nil {
+		field(`"includedEventIds":[`)
+		for i, id := range a.IncludedEventIDs {
+			if i > 0 {
+				w.raw(",")
+			}
+			w.str(id)
+		}
+		w.raw("]")
+	}
+	if sep == `{` {
+		w.raw("{")
+	}
+	w.raw("}")
+	w.raw(`,"createdAt":`)
+	w.time(s.CreatedAt)
+	w.raw(`,"updatedAt":`)
+	w.time(s.UpdatedAt)
+	if s.PublishedAt != nil {
+		w.raw(`,"publishedAt":`)
+		w.time(*s.PublishedAt)
+	}
+	if s.ArchivedAt != nil {
+		w.raw(`,"archivedAt":`)
+		w.time(*s.ArchivedAt)
 	}
 	w.raw("}")
 	return w.b, w.ok

@@ -132,12 +132,33 @@ func TestEncodeRecordsSameBytes(t *testing.T) {
 		case 3:
 			ch.Pending = &PendingEffect{Old: event(), New: event()}
 		}
-		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch}
+		sc := &Scenario{ID: str(), Name: str(), Description: str(), Type: ScenarioType(str()), Status: ScenarioStatus(str()),
+			CreatedAt: tm(), UpdatedAt: tm(), PublishedAt: tp(), ArchivedAt: tp()}
+		sc.Assumptions = Assumptions{Narrative: str(), GlobalLiftPct: fp()}
+		switch rng.IntN(3) {
+		case 1:
+			sc.Assumptions.CategoryAdjustments = []CategoryAdjustment{}
+		case 2:
+			sc.Assumptions.CategoryAdjustments = []CategoryAdjustment{{CategoryID: str(), LiftPct: num()}, {CategoryID: str(), LiftPct: num()}}
+		}
+		switch rng.IntN(3) {
+		case 1:
+			sc.Assumptions.ChannelAdjustments = []ChannelAdjustment{}
+		case 2:
+			sc.Assumptions.ChannelAdjustments = []ChannelAdjustment{{ChannelID: str(), LiftPct: num()}}
+		}
+		switch rng.IntN(3) {
+		case 1:
+			sc.Assumptions.IncludedEventIDs = []string{}
+		case 2:
+			sc.Assumptions.IncludedEventIDs = []string{str(), str()}
+		}
+		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch, sc}
 	}
 	for i := range 3000 {
 		var recs []Record
 		for j, v := range values() {
-			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation, KindEvent, KindForecastChange}[j], str(), v))
+			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation, KindEvent, KindForecastChange, KindScenario}[j], str(), v))
 		}
 		recs = append(recs, Del(KindOrder, str()))
 		rng.Shuffle(len(recs), func(a, b int) { recs[a], recs[b] = recs[b], recs[a] })
@@ -155,6 +176,8 @@ func TestEncodeRecordsSameBytes(t *testing.T) {
 			case *ExternalEvent:
 				vs = append(vs, *v)
 			case *ChangeEntry:
+				vs = append(vs, *v)
+			case *Scenario:
 				vs = append(vs, *v)
 			}
 			for _, v := range vs {

@@ -130,6 +130,13 @@ func HashKey(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// AppendKeyHash appends HashKey(secret) to dst: the lookup of every request's key hashes into a
+// buffer on the stack rather than a new string.
+func AppendKeyHash(dst []byte, secret string) []byte {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.AppendEncode(dst, sum[:])
+}
+
 // NewKeySecret returns a fresh key secret and its visible prefix.
 func NewKeySecret(kind string) (secret, prefix string) {
 	secret = "sp_" + kind + "_" + RandomToken(32)

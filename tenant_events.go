@@ -83,17 +83,31 @@ func (s *TenantState) resolveEventRefs(e *ExternalEvent) error {
 
 // CreateEvent validates in and returns the new event and its records.
 func (s *TenantState) CreateEvent(in EventInput, now time.Time) (ExternalEvent, []Record, error) {
+	e, err := PrepareEvent(in, now)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	return s.AddEvent(e)
+}
+
+// PrepareEvent is the part of CreateEvent that needs no state: validation (dates parsed) and the
+// event built from in, without its id. The service runs it on the request's goroutine, so that the
+// tenant's actor (one writer per tenant) runs only AddEvent.
+func PrepareEvent(in EventInput, now time.Time) (ExternalEvent, error) {
 	starts, ends, err := in.Validate(true, false)
 	if err != nil {
-		return ExternalEvent{}, nil, err
+		return ExternalEvent{}, err
 	}
-	e, err := NewEvent(NewID("evt"), in, starts, ends, false, now)
-	if err != nil {
-		return ExternalEvent{}, nil, err
-	}
+	return NewEvent("", in, starts, ends, false, now)
+}
+
+// AddEvent is the part of CreateEvent that needs the state, for an event from PrepareEvent: its
+// product and location checked, its id given (in the actor: ids follow the order of the writes).
+func (s *TenantState) AddEvent(e ExternalEvent) (ExternalEvent, []Record, error) {
 	if err := s.resolveEventRefs(&e); err != nil {
 		return ExternalEvent{}, nil, err
 	}
+	e.ID = NewID("evt")
 	stored := e
 	return s.expand(e), []Record{Put(KindEvent, e.ID, &stored)}, nil
 }

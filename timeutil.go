@@ -38,6 +38,9 @@ func parseTimeAny(s string) (time.Time, bool) {
 // IsDateOnly reports whether s is a plain ISO date such as 2026-11-23.
 func IsDateOnly(s string) bool {
 	s = strings.TrimSpace(s)
+	if len(s) != len("2006-01-02") { // the layout's fields are fixed-width: no parse (and no error value)
+		return false
+	}
 	_, err := time.Parse("2006-01-02", s)
 	return err == nil
 }

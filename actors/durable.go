@@ -74,6 +74,12 @@ type snapshotDoneMsg struct {
 // drainMsg is answered once everything before it is applied and durable, after a final snapshot.
 type drainMsg struct{ done chan struct{} }
 
+// snapshotRatio is how many bytes a stream journals per byte of its last snapshot before it takes
+// the next one. At 1, a tenant written to as fast as it can be spent as much CPU encoding
+// snapshots as encoding its writes (the api benchmark's event writes); 2 halves that, for a
+// replay of at most two snapshots' worth of entries.
+const snapshotRatio = 2
+
 // durable is the generic journaled actor shared by tenant and platform actors.
 type durable[S State] struct {
 	stream    string
@@ -446,10 +452,11 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 	})
 	d.sinceSnap++
 	d.bytesSince += len(payload)
-	// A snapshot encodes the whole state: waiting until the journal since the last one holds as
-	// many bytes as it did keeps its cost per write constant (at most one byte of snapshot per
-	// byte journaled) however large the state grows, and bounds replay to one snapshot's worth.
-	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && d.bytesSince >= d.lastSnap && !d.snapping {
+	// A snapshot encodes the whole state: waiting until the journal since the last one holds
+	// snapshotRatio times as many bytes as it did keeps its cost per write constant (at most
+	// 1/snapshotRatio byte of snapshot per byte journaled) however large the state grows, and
+	// bounds replay to snapshotRatio snapshots' worth.
+	if d.snapEvery > 0 && d.sinceSnap >= d.snapEvery && d.bytesSince >= snapshotRatio*d.lastSnap && !d.snapping {
 		d.snapshot(false)
 	}
 }

@@ -89,8 +89,14 @@ func (s *Forecasting) ListEvents(ctx context.Context, p supplyplan.Principal, f 
 // record (see TenantState.EventChange).
 func (s *Forecasting) CreateEvent(ctx context.Context, p supplyplan.Principal, in supplyplan.EventInput) (supplyplan.ExternalEvent, error) {
 	now := supplyplan.Now()
+	// Validation and the event's fields are built here, on the request's goroutine: the actor
+	// only checks the references, names the event and journals it.
+	prepared, err := supplyplan.PrepareEvent(in, now)
+	if err != nil {
+		return supplyplan.ExternalEvent{}, err
+	}
 	e, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
-		e, recs, err := st.CreateEvent(in, now)
+		e, recs, err := st.AddEvent(prepared)
 		if err != nil {
 			return e, nil, err
 		}

@@ -34,7 +34,8 @@ func (s *Platform) globalEventsChanged() {
 // Authenticate resolves a key secret to its principal.
 func (s *Platform) Authenticate(secret string) (supplyplan.Principal, bool) {
 	ix := s.core.index.Load()
-	k, ok := ix.byHash[supplyplan.HashKey(secret)]
+	var buf [2 * 32]byte
+	k, ok := ix.byHash[string(supplyplan.AppendKeyHash(buf[:0], secret))] // no string is made for the lookup
 	if !ok {
 		return supplyplan.Principal{}, false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -48,9 +49,9 @@ func (d *dispatch) serve(ctx *fasthttp.RequestCtx, id []byte, r *Request) (rt *r
 		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
 		return nil, "", supplyplan.ENOTFOUND
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), d.timeout)
-	defer cancel()
-	r.Ctx, r.Context, r.params = ctx, rctx, params
+	r.deadline.deadline = time.Now().Add(d.timeout)
+	defer r.deadline.close()
+	r.Ctx, r.Context, r.params = ctx, &r.deadline, params
 	if r.requestID == nil {
 		r.requestID = id
 	}
@@ -74,4 +75,64 @@ func (d *dispatch) serve(ctx *fasthttp.RequestCtx, id []byte, r *Request) (rt *r
 	}
 	r.rate.writeHeaders(&ctx.Response.Header)
 	return rt, org, code
+}
+
+// deadlineCtx is a request's context: context.WithTimeout(Background, timeout) whose timer is made
+// only when something asks for Done (a write waiting for its actor). Most requests never do (reads
+// run on the caller's goroutine), and the timer was a measurable share of a read's cost.
+type deadlineCtx struct {
+	deadline time.Time
+	mu       sync.Mutex
+	ctx      context.Context
+	cancel   context.CancelFunc
+	closed   bool
+}
+
+// canceledCtx is the context of a request that has returned (what cancel made it before).
+var canceledCtx = func() context.Context {
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	return c
+}()
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *deadlineCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		if c.closed {
+			c.ctx = canceledCtx
+		} else {
+			c.ctx, c.cancel = context.WithDeadline(context.Background(), c.deadline)
+		}
+	}
+	return c.ctx.Done()
+}
+
+func (c *deadlineCtx) Err() error {
+	c.mu.Lock()
+	ctx, closed := c.ctx, c.closed
+	c.mu.Unlock()
+	switch {
+	case ctx != nil:
+		return ctx.Err()
+	case closed:
+		return context.Canceled
+	case !time.Now().Before(c.deadline):
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+func (c *deadlineCtx) Value(any) any { return nil }
+
+// close cancels the context (the handler returned).
+func (c *deadlineCtx) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.cancel != nil {
+		c.cancel()
+	}
 }

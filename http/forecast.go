@@ -34,7 +34,7 @@ func (s *Server) createScenario(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusCreated, scenarioBody{sc})
+	return r.scenarioJSON(fasthttp.StatusCreated, &sc)
 }
 
 // scenarioBody is the {"scenario": ...} body of the scenario endpoints.
@@ -42,12 +42,52 @@ type scenarioBody struct {
 	Scenario supplyplan.Scenario `json:"scenario"`
 }
 
+// eventJSON answers an event with the hand-written encoding (r.JSON otherwise), without boxing
+// it in an interface (a heap copy per write).
+func (r *Request) eventJSON(status int, ev *supplyplan.ExternalEvent) error {
+	e := responseEncoders.Get().(*responseEncoder)
+	b, ok := supplyplan.AppendEventJSON(e.raw[:0], ev)
+	if !ok {
+		responseEncoders.Put(e)
+		return r.JSON(status, *ev)
+	}
+	r.Ctx.SetStatusCode(status)
+	r.Ctx.SetContentType("application/json")
+	r.Ctx.SetBody(b)
+	if cap(b) <= maxPooledResponse {
+		e.raw = b
+	}
+	responseEncoders.Put(e)
+	return nil
+}
+
+// scenarioJSON answers {"scenario": sc} with the hand-written encoding (r.JSON otherwise), without
+// boxing the scenario in an interface (two copies of it on the heap per read).
+func (r *Request) scenarioJSON(status int, sc *supplyplan.Scenario) error {
+	e := responseEncoders.Get().(*responseEncoder)
+	b := append(e.raw[:0], `{"scenario":`...)
+	b, ok := supplyplan.AppendScenarioJSON(b, sc)
+	if !ok {
+		responseEncoders.Put(e)
+		return r.JSON(status, scenarioBody{*sc})
+	}
+	b = append(b, '}')
+	r.Ctx.SetStatusCode(status)
+	r.Ctx.SetContentType("application/json")
+	r.Ctx.SetBody(b)
+	if cap(b) <= maxPooledResponse {
+		e.raw = b
+	}
+	responseEncoders.Put(e)
+	return nil
+}
+
 func (s *Server) getScenario(r *Request) error {
 	sc, err := s.svc.Forecasting.GetScenario(r.Context, r.Principal, r.Param("id"))
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusOK, scenarioBody{sc})
+	return r.scenarioJSON(fasthttp.StatusOK, &sc)
 }
 
 func (s *Server) updateScenario(r *Request) error {
@@ -59,7 +99,7 @@ func (s *Server) updateScenario(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusOK, scenarioBody{sc})
+	return r.scenarioJSON(fasthttp.StatusOK, &sc)
 }
 
 func (s *Server) archiveScenario(r *Request) error {
@@ -118,14 +158,14 @@ func (s *Server) listEvents(r *Request) error {
 
 func (s *Server) createEvent(r *Request) error {
 	var in supplyplan.EventInput
-	if err := r.Decode(&in); err != nil {
+	if err := r.decodeEvent(&in); err != nil {
 		return err
 	}
 	e, err := s.svc.Forecasting.CreateEvent(r.Context, r.Principal, in)
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusCreated, e)
+	return r.eventJSON(fasthttp.StatusCreated, &e)
 }
 
 func (s *Server) getEvent(r *Request) error {
@@ -138,7 +178,7 @@ func (s *Server) getEvent(r *Request) error {
 
 func (s *Server) updateEvent(r *Request) error {
 	var in supplyplan.EventInput
-	if err := r.Decode(&in); err != nil {
+	if err := r.decodeEvent(&in); err != nil {
 		return err
 	}
 	e, err := s.svc.Forecasting.UpdateEvent(r.Context, r.Principal, r.Param("id"), in)

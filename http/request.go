@@ -45,6 +45,8 @@ type Request struct {
 	rate rateState
 	// requestID is the request's id (the loop runtime records it in the audit).
 	requestID []byte
+	// deadline is Context (set by dispatch).
+	deadline deadlineCtx
 }
 
 // Body reads the request body once, under the request's limit (413 beyond, before reading when
@@ -72,7 +74,8 @@ func (r *Request) JSON(status int, v any) error {
 	}()
 	r.Ctx.SetStatusCode(status)
 	r.Ctx.SetContentType("application/json")
-	// Values with a hand-written encoding (supplyplan.AppendJSON: an event) skip the reflection.
+	// Values with a hand-written encoding (supplyplan.AppendJSON: an event, a scenario) skip the
+	// reflection.
 	if b, ok := supplyplan.AppendJSON(e.raw[:0], v); ok {
 		r.Ctx.SetBody(b)
 		if cap(b) <= maxPooledResponse {
