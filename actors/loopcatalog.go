@@ -25,6 +25,9 @@ func loopStream(owner string) string { return "loops-" + owner }
 // loopCatalog returns the catalog actor of owner (an organization id, or loopGlobalOwner),
 // spawning it on first use.
 func (c *Core) loopCatalog(owner string) (*actor.PID, error) {
+	if err := c.gate(loopStream(owner)); err != nil {
+		return nil, err
+	}
 	if pid, ok := c.loops.Load(owner); ok {
 		return pid.(*actor.PID), nil
 	}

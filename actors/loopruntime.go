@@ -26,6 +26,9 @@ func loopRunsStream(orgID string) string { return "loopruns-" + orgID }
 
 // loopRuns returns the runtime actor of an organization, spawning it on first use.
 func (c *Core) loopRuns(orgID string, afterApply func(string, *supplyplan.LoopRunState)) (*actor.PID, error) {
+	if err := c.gate(loopRunsStream(orgID)); err != nil {
+		return nil, err
+	}
 	if pid, ok := c.runs.Load(orgID); ok {
 		return pid.(*actor.PID), nil
 	}
