@@ -23,11 +23,20 @@ import (
 // node follows the stream read_committed into a read-only replica (Config.FollowPlatform), from
 // which authentication and organization lookups read while the platform actor runs elsewhere.
 
+// PlatformStream is the journal stream of the platform state (the one FollowPlatform follows).
+const PlatformStream = platformStream
+
 // notServedHere reports whether err is the gate's answer: the actor belongs to another node, or
 // this node is restoring it.
 func notServedHere(err error) bool {
 	var no *supplyplan.ErrNotOwner
 	return errors.Is(err, supplyplan.ErrRestoring) || errors.As(err, &no)
+}
+
+// servedElsewhere reports, in distributed mode, that err is the gate's answer: work at start
+// (resuming deliveries, imports, loop effects) skips what this node does not serve.
+func (c *Core) servedElsewhere(err error) bool {
+	return err != nil && c.cfg.Gate != nil && notServedHere(err)
 }
 
 // platform returns the platform actor, when it runs here.

@@ -91,6 +91,9 @@ func (m *importManager) resume(ctx context.Context, orgIDs []string) error {
 			}
 			return out, nil, nil
 		})
+		if m.core.servedElsewhere(err) {
+			continue // distributed: resumed by the node that serves it (docs/distributed.md)
+		}
 		if err != nil {
 			return fmt.Errorf("list import jobs of %s: %w", org, err)
 		}

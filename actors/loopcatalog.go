@@ -111,6 +111,9 @@ func (s *LoopCatalog) Open(ctx context.Context) error {
 		recs, err := st.EnsureBuiltinLoops(s.cfg.Signer, s.now())
 		return len(recs), recs, err
 	})
+	if s.core.servedElsewhere(err) {
+		return nil // distributed: published by the node that serves the global catalog
+	}
 	if err != nil {
 		return fmt.Errorf("loop catalog: %w", err)
 	}

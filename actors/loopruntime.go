@@ -166,6 +166,9 @@ func (s *LoopRuntime) Open(ctx context.Context) error {
 		pending, err := runTx(ctx, s, org, func(st *supplyplan.LoopRunState) ([]supplyplan.LoopTenantEffect, []supplyplan.Record, error) {
 			return pendingEffects(st), nil, nil
 		})
+		if s.core.servedElsewhere(err) {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("loop runtime of %s: %w", org, err)
 		}

@@ -39,6 +39,9 @@ func (s *Webhooks) Open(ctx context.Context) error {
 		pending, err := outboundTx(ctx, s.core, o, func(st *supplyplan.OutboundState) ([]supplyplan.Delivery, []supplyplan.Record, error) {
 			return st.PendingDeliveries(), nil, nil
 		})
+		if s.core.servedElsewhere(err) {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("load outbound state of %s: %w", o, err)
 		}

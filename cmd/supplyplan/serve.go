@@ -41,7 +41,7 @@ type Main struct {
 	opsAddr string
 	// Metrics is the process's metric set, created when an operations listener is configured.
 	Metrics  *telemetry.Metrics
-	Journal  *streams.Journal
+	Journal  *streams.Journal // embedded mode's journal (nil in distributed mode)
 	Demand   demandStore
 	Bus      *streams.Bus
 	Signals  *streams.LocalSignalStream
@@ -69,6 +69,10 @@ type Main struct {
 	Forecaster supplyplan.Forecaster
 	Planning   tools.PlanningBackend
 
+	// Owners answers who serves an organization (distributed mode; nil in embedded mode).
+	Owners  supplyplan.Owners
+	cluster *cluster
+
 	unsubscribe func()
 	gate        *redisstore.Gate
 	rateStore   *redisstore.RateLimits
@@ -92,6 +96,9 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("--body-bytes-in-flight (%d) must be at least --import-max-bytes (%d) and --body-limit (%d): a request that fits no budget could never be served",
 			cfg.BodyBudget, cfg.ImportMaxBytes, cfg.BodyLimit)
 	}
+	if err := cfg.checkMode(); err != nil {
+		return err
+	}
 	if err := (supplyplan.SafetyStockPolicy{ReorderPointShare: cfg.AllocationSafetyShare}).Validate(); err != nil {
 		return fmt.Errorf("--allocation-safety-stock-share: %w", err)
 	}
@@ -110,11 +117,19 @@ func (m *Main) Open(ctx context.Context) error {
 	m.lock = lock
 
 	start := time.Now()
-	j, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(cfg.DataDir, "journal"), Logger: m.Log, Metrics: m.Metrics})
-	if err != nil {
-		return err
+	var j supplyplan.Journal
+	if cfg.Mode == "distributed" {
+		if err := m.openCluster(); err != nil {
+			return err
+		}
+		j = m.cluster.journal
+	} else {
+		lj, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(cfg.DataDir, "journal"), Logger: m.Log, Metrics: m.Metrics})
+		if err != nil {
+			return err
+		}
+		m.Journal, j = lj, lj
 	}
-	m.Journal = j
 
 	if cfg.ClickHouseAddr != "" {
 		m.Demand = analytics.NewClickHouseStore(analytics.ClickHouseConfig{Addr: cfg.ClickHouseAddr,
@@ -154,15 +169,13 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}
 	credsPath := filepath.Join(cfg.DataDir, "credentials.json")
-	created, err := m.System.Platform.Bootstrap(ctx, func(c supplyplan.Credentials) error { return writeCredentials(credsPath, c) })
-	if err != nil {
-		return fmt.Errorf("bootstrap demo organization: %w", err)
-	}
-	if created {
-		m.Log.Info("created demo organization", "credentials", credsPath)
-	}
-	if err := m.System.MCP.EnsureDemoMCP(ctx, func(keys map[string]string) error { return mergeCredentials(credsPath, keys) }); err != nil {
-		return fmt.Errorf("ensure demo merchant: %w", err)
+	if m.cluster != nil {
+		if err := m.joinCluster(); err != nil {
+			return err
+		}
+		m.bootstrapCluster(credsPath)
+	} else if err := m.bootstrap(ctx, credsPath); err != nil {
+		return err
 	}
 	m.Log.Info("state loaded", "took", time.Since(start))
 	if err := m.openMCPStores(ctx, credsPath); err != nil {
@@ -215,6 +228,21 @@ func (m *Main) Open(ctx context.Context) error {
 	return nil
 }
 
+// bootstrap creates the demo organization when there is none, and the demo merchant.
+func (m *Main) bootstrap(ctx context.Context, credsPath string) error {
+	created, err := m.System.Platform.Bootstrap(ctx, func(c supplyplan.Credentials) error { return writeCredentials(credsPath, c) })
+	if err != nil {
+		return fmt.Errorf("bootstrap demo organization: %w", err)
+	}
+	if created {
+		m.Log.Info("created demo organization", "credentials", credsPath)
+	}
+	if err := m.System.MCP.EnsureDemoMCP(ctx, func(keys map[string]string) error { return mergeCredentials(credsPath, keys) }); err != nil {
+		return fmt.Errorf("ensure demo merchant: %w", err)
+	}
+	return nil
+}
+
 // Close stops accepting requests, finishes in-flight ones, drains the actors and closes storage.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
@@ -260,6 +288,9 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.Signals != nil {
 		step("signal stream", func() error { return m.Signals.Close(ctx) })
 	}
+	if m.cluster != nil {
+		m.closeMembership(ctx, step)
+	}
 	if m.System != nil {
 		m.System.Close(ctx, step)
 	}
@@ -278,6 +309,9 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.Journal != nil {
 		step("journal", m.Journal.Close)
 	}
+	if m.cluster != nil {
+		m.closeCluster(ctx, step)
+	}
 	if m.Demand != nil {
 		step("demand store", m.Demand.Close)
 	}
@@ -294,7 +328,10 @@ func (m *Main) OpsAddr() string { return m.opsAddr }
 // readiness names the checks of GET /ready: the journal, the demand store when it is remote, Redis
 // and the Kafka brokers when they are configured.
 func (m *Main) readiness() map[string]func(context.Context) error {
-	checks := map[string]func(context.Context) error{"journal": m.Journal.Ping}
+	checks := map[string]func(context.Context) error{}
+	if m.Journal != nil {
+		checks["journal"] = m.Journal.Ping
+	}
 	if p, ok := m.Demand.(interface{ Ping(context.Context) error }); ok {
 		checks["clickhouse"] = p.Ping
 	}
