@@ -246,6 +246,10 @@ func (c *Core) gate(stream string) error {
 
 // tenant returns the actor of an organization, spawning it on first use.
 func (c *Core) tenant(orgID string) (*actor.PID, error) {
+	if c.cfg.Gate != nil && !c.hasOrg(orgID) {
+		// Before the gate: placing an organization that does not exist would record it.
+		return nil, supplyplan.NotFound("Organization")
+	}
 	if err := c.gate(tenantStream(orgID)); err != nil {
 		return nil, err
 	}

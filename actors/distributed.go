@@ -129,7 +129,9 @@ func (c *Core) Restore(ctx context.Context, in func(stream string) bool) error {
 	if in(platformStream) && c.platformPID.Load() == nil {
 		c.platformLocal.Store(true)
 		if err := c.startPlatform(ctx); err != nil {
-			c.stopPlatform(ctx)
+			if pid := c.stopPlatform(ctx); pid != nil {
+				c.stopActors(ctx, []*actor.PID{pid})
+			}
 			return err
 		}
 	}
