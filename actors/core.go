@@ -253,11 +253,12 @@ func (c *Core) tenant(orgID string) (*actor.PID, error) {
 	if err := c.gate(tenantStream(orgID)); err != nil {
 		return nil, err
 	}
-	return c.tenantActor(orgID)
+	return c.tenantActor(orgID, false)
 }
 
-// tenantActor is tenant without the gate (Restore starts the actors before the gate opens).
-func (c *Core) tenantActor(orgID string) (*actor.PID, error) {
+// tenantActor returns or spawns the tenant's actor; restoring skips the gate (Restore starts
+// the actors before the gate opens).
+func (c *Core) tenantActor(orgID string, restoring bool) (*actor.PID, error) {
 	if pid, ok := c.tenants.Load(orgID); ok {
 		return pid.(*actor.PID), nil
 	}
@@ -265,6 +266,9 @@ func (c *Core) tenantActor(orgID string) (*actor.PID, error) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The service is shutting down")
+	}
+	if err := c.spawnGate(tenantStream(orgID), restoring); err != nil {
+		return nil, err
 	}
 	if pid, ok := c.tenants.Load(orgID); ok {
 		return pid.(*actor.PID), nil
@@ -323,6 +327,9 @@ func (c *Core) outbound(owner string) (*actor.PID, error) {
 	}
 	if pid, ok := c.outbounds.Load(owner); ok {
 		return pid.(*actor.PID), nil
+	}
+	if err := c.spawnGate(outboundStream(owner), false); err != nil {
+		return nil, err
 	}
 	if owner != supplyplan.PlatformOwner && !c.hasOrg(owner) {
 		return nil, supplyplan.NotFound("Organization")

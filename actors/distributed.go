@@ -39,6 +39,16 @@ func (c *Core) servedElsewhere(err error) bool {
 	return err != nil && c.cfg.Gate != nil && notServedHere(err)
 }
 
+// spawnGate asks the gate again before an actor is spawned, under c.mu: a revocation closes the
+// gate before Stop takes c.mu, so an actor is never spawned after Stop collected the partition's
+// (it would outlive the partition's ownership).
+func (c *Core) spawnGate(stream string, restoring bool) error {
+	if restoring {
+		return nil
+	}
+	return c.gate(stream)
+}
+
 // platform returns the platform actor, when it runs here.
 func (c *Core) platform() (*actor.PID, error) {
 	if err := c.gate(platformStream); err != nil {
@@ -140,7 +150,7 @@ func (c *Core) Restore(ctx context.Context, in func(stream string) bool) error {
 		if !in(tenantStream(org)) {
 			continue
 		}
-		pid, err := c.tenantActor(org)
+		pid, err := c.tenantActor(org, true)
 		if err != nil {
 			return err
 		}

@@ -39,6 +39,9 @@ func (c *Core) loopCatalog(owner string) (*actor.PID, error) {
 	if pid, ok := c.loops.Load(owner); ok {
 		return pid.(*actor.PID), nil
 	}
+	if err := c.spawnGate(loopStream(owner), false); err != nil {
+		return nil, err
+	}
 	scope := supplyplan.GlobalLoopScope
 	if owner != loopGlobalOwner {
 		o, ok := c.index.Load().orgs[owner]

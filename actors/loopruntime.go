@@ -40,6 +40,9 @@ func (c *Core) loopRuns(orgID string, afterApply func(string, *supplyplan.LoopRu
 	if pid, ok := c.runs.Load(orgID); ok {
 		return pid.(*actor.PID), nil
 	}
+	if err := c.spawnGate(loopRunsStream(orgID), false); err != nil {
+		return nil, err
+	}
 	if !c.hasOrg(orgID) {
 		return nil, supplyplan.NotFound("Organization")
 	}
