@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -380,4 +381,63 @@ func TestDistributedFailover(t *testing.T) {
 		mu.Unlock()
 	}
 	t.Logf("%d acknowledged writes over %d organizations checked; %d retries (not owner, restoring, failed)", total, len(orgs), retries.Load())
+}
+
+// The gate's answers reach the caller unchanged through the services (the HTTP layer maps them):
+// ErrRestoring while the partition restores, *ErrNotOwner with the owner's address elsewhere;
+// reads and writes alike, and authentication keeps working from the platform replica.
+func TestGateErrorsPassUnchanged(t *testing.T) {
+	st := supplyplan.NewPlatformState()
+	creds, recs := st.Bootstrap(supplyplan.Now())
+	for _, r := range recs {
+		if err := st.Apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	org := creds.Organization.ID
+	var answer atomic.Pointer[error]
+	set := func(err error) { answer.Store(&err) }
+	set(supplyplan.ErrRestoring)
+	core := NewCore(Config{Journal: nil,
+		Gate: func(string) error { return *answer.Load() },
+		FollowPlatform: func(ctx context.Context, onSnap func(uint64, []byte) error, _ func(uint64, []byte) error, caughtUp func()) error {
+			if err := onSnap(1, snap); err != nil {
+				return err
+			}
+			caughtUp()
+			<-ctx.Done()
+			return nil
+		}})
+	ctx := ctxFor(t, 10*time.Second)
+	if err := core.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = core.Close(context.Background()) })
+	platform := NewPlatform(core, nil)
+	forecasting := NewForecasting(core, NewForecasts(core, nil, 0))
+	if p, ok := platform.Authenticate(creds.Keys["ADMIN"]); !ok || p.OrgID != org {
+		t.Fatalf("authentication from the replica: %v %v", p, ok)
+	}
+	p := supplyplan.Principal{OrgID: org, Role: supplyplan.RoleAdmin}
+	if _, err := forecasting.CreateScenario(ctx, p, supplyplan.ScenarioInput{Name: ptrTo("x")}); !errors.Is(err, supplyplan.ErrRestoring) {
+		t.Fatalf("write while restoring: %v", err)
+	}
+	if _, err := forecasting.ListScenarios(ctx, p, supplyplan.ScenarioFilter{}); !errors.Is(err, supplyplan.ErrRestoring) {
+		t.Fatalf("read while restoring: %v", err)
+	}
+	set(&supplyplan.ErrNotOwner{Org: org, Owner: "10.0.0.2:8080"})
+	var no *supplyplan.ErrNotOwner
+	if _, err := forecasting.ListScenarios(ctx, p, supplyplan.ScenarioFilter{}); !errors.As(err, &no) || no.Owner != "10.0.0.2:8080" || no.Org != org {
+		t.Fatalf("read elsewhere: %v", err)
+	}
+	if _, err := platform.CreateOrganization(ctx, supplyplan.OrganizationInput{Name: ptrTo("B"), Slug: ptrTo("b")}); !errors.As(err, &no) {
+		t.Fatalf("platform write elsewhere: %v", err)
+	}
+	if _, err := forecasting.ListScenarios(ctx, supplyplan.Principal{OrgID: "org_unknown"}, supplyplan.ScenarioFilter{}); supplyplan.ErrorCode(err) != supplyplan.ENOTFOUND {
+		t.Fatalf("unknown organization: %v", err)
+	}
 }
