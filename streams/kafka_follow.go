@@ -91,6 +91,9 @@ func (t *OwnerTable) Owner(p int32) (PartitionOwner, bool) {
 	return o, ok
 }
 
+// Ping reports whether a broker answers (the distributed mode's journal readiness check).
+func (t *OwnerTable) Ping(ctx context.Context) error { return t.cl.Ping(ctx) }
+
 // Close stops the reader.
 func (t *OwnerTable) Close() {
 	t.once.Do(func() {

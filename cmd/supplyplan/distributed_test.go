@@ -115,6 +115,11 @@ func TestServeDistributed(t *testing.T) {
 		return nil
 	})
 	doRequest(t, owner.url, "POST", "/api/forecast/scenarios", auth, map[string]any{"name": "before the move"}).Must(t, 201)
+	for _, n := range []*node{owner, other} {
+		if r := doRequest(t, n.url, "GET", "/ready", nil, nil); r.Status != 200 {
+			t.Fatalf("ready: %d %s", r.Status, r.Body)
+		}
+	}
 
 	// The owner leaves; the other node takes its partitions and serves the organization.
 	owner.stop(t)

@@ -332,6 +332,9 @@ func (m *Main) readiness() map[string]func(context.Context) error {
 	if m.Journal != nil {
 		checks["journal"] = m.Journal.Ping
 	}
+	if m.cluster != nil {
+		checks["journal"] = m.cluster.table.Ping
+	}
 	if p, ok := m.Demand.(interface{ Ping(context.Context) error }); ok {
 		checks["clickhouse"] = p.Ping
 	}
