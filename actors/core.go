@@ -72,6 +72,8 @@ type Core struct {
 	runs         sync.Map // orgID -> *actor.PID of the loop runtime (loopruntime.go)
 	runStates    sync.Map // orgID -> *durable[*supplyplan.LoopRunState], for reads outside the actor
 	closed       bool
+	// restoreHooks resume the services' work of what a partition restore started (distributed).
+	restoreHooks []restoreHook
 
 	quarantined atomic.Int64 // stored values out of bounds left out at load (reportQuarantined)
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,6 +132,23 @@ func (c *Core) publishReplica(st *supplyplan.PlatformState) {
 	}
 }
 
+// restoreHook is a service's work to resume for the owners (organization ids, and
+// supplyplan.PlatformOwner when the platform stream was restored) of a restored partition.
+type restoreHook struct {
+	name string
+	fn   func(ctx context.Context, owners []string) error
+}
+
+// onRestore registers a service's resumption (services call it from Open; distributed mode only).
+func (c *Core) onRestore(name string, fn func(ctx context.Context, owners []string) error) {
+	if c.cfg.Gate == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restoreHooks = append(c.restoreHooks, restoreHook{name: name, fn: fn})
+}
+
 // Restore starts the actors of the streams in(stream) selects (one partition just acquired):
 // the platform actor if its stream is there, and the tenant actor of every organization placed
 // there; it returns once each has loaded its state (snapshot + journal tail) or ctx ends. The
@@ -164,6 +182,30 @@ func (c *Core) Restore(ctx context.Context, in func(stream string) bool) error {
 		}
 	}
 	return nil
+}
+
+// Resume resumes, once the partition serves (after Restore, the gate open), the services' work
+// that a stop or a crash of the previous owner interrupted for the owners in(stream) selects:
+// pending deliveries, import jobs, loop effects, change-history figures. A failure is logged:
+// the partition serves anyway (the work is retried at the next restore or restart).
+func (c *Core) Resume(ctx context.Context, in func(stream string) bool) {
+	var owners []string
+	if in(platformStream) {
+		owners = append(owners, supplyplan.PlatformOwner)
+	}
+	for _, org := range c.orgs() {
+		if in(tenantStream(org)) {
+			owners = append(owners, org)
+		}
+	}
+	c.mu.Lock()
+	hooks := slices.Clone(c.restoreHooks)
+	c.mu.Unlock()
+	for _, h := range hooks {
+		if err := h.fn(ctx, owners); err != nil && ctx.Err() == nil {
+			c.log.Error("resume after restore failed", "work", h.name, "owners", len(owners), "err", err)
+		}
+	}
 }
 
 // Stop stops the actors of the streams in(stream) selects (a partition revoked or lost): they

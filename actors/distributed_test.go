@@ -440,4 +440,11 @@ func TestGateErrorsPassUnchanged(t *testing.T) {
 	if _, err := forecasting.ListScenarios(ctx, supplyplan.Principal{OrgID: "org_unknown"}, supplyplan.ScenarioFilter{}); supplyplan.ErrorCode(err) != supplyplan.ENOTFOUND {
 		t.Fatalf("unknown organization: %v", err)
 	}
+	// Resume hands the restored partition's owners to the services' hooks.
+	var got []string
+	core.onRestore("test", func(_ context.Context, owners []string) error { got = owners; return nil })
+	core.Resume(ctx, func(s string) bool { return s == platformStream || s == tenantStream(org) })
+	if len(got) != 2 || got[0] != supplyplan.PlatformOwner || got[1] != org {
+		t.Fatalf("owners resumed: %v", got)
+	}
 }

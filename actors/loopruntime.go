@@ -165,7 +165,21 @@ func runRead[T any](ctx context.Context, s *LoopRuntime, orgID string, fn func(*
 // Open starts the runtime actor of every organization (loading its instances), applies the
 // effects a stop interrupted, and starts the timer ticker.
 func (s *LoopRuntime) Open(ctx context.Context) error {
-	for _, org := range s.core.orgs() {
+	if err := s.resume(ctx, s.core.orgs()); err != nil {
+		return err
+	}
+	s.core.onRestore("loop effects", s.resume)
+	s.stop = s.core.every(s.cfg.TimerTick, s.tick)
+	return nil
+}
+
+// resume applies the effects a stop interrupted, of orgs (at start, and in distributed mode
+// when their partition is restored here).
+func (s *LoopRuntime) resume(ctx context.Context, orgs []string) error {
+	for _, org := range orgs {
+		if org == supplyplan.PlatformOwner {
+			continue
+		}
 		pending, err := runTx(ctx, s, org, func(st *supplyplan.LoopRunState) ([]supplyplan.LoopTenantEffect, []supplyplan.Record, error) {
 			return pendingEffects(st), nil, nil
 		})
@@ -177,7 +191,6 @@ func (s *LoopRuntime) Open(ctx context.Context) error {
 		}
 		s.applyEffects(ctx, org, pending)
 	}
-	s.stop = s.core.every(s.cfg.TimerTick, s.tick)
 	return nil
 }
 

@@ -26,6 +26,9 @@ type MembershipConfig struct {
 	// Restore rebuilds what runs for partition p once it is acquired (the organizations placed
 	// on it: snapshot + tail). It should return when they are ready or ctx ends (a revocation).
 	Restore func(ctx context.Context, p int32) error
+	// Resumed, optional, runs once partition p is ACTIVE (the gate open): the work to resume
+	// (pending deliveries, interrupted jobs). ctx ends with the ownership.
+	Resumed func(ctx context.Context, p int32)
 	// Stop stops what runs for partition p (drain pending writes: each is acknowledged or fails)
 	// before the partition is released. lost: the partition may already be another node's.
 	Stop func(ctx context.Context, p int32, lost bool)
@@ -200,6 +203,9 @@ func (m *Membership) take(ctx context.Context, mp *memberPart) {
 	took := time.Since(mp.since)
 	m.mu.Unlock()
 	m.log.Info("membership: partition active", "partition", mp.p, "epoch", mp.epoch, "took", took)
+	if m.cfg.Resumed != nil {
+		m.cfg.Resumed(ctx, mp.p)
+	}
 }
 
 // revoked stops and releases the partitions: the gate closes first (State reports them not

@@ -73,6 +73,9 @@ func (m *Main) openCluster() error {
 		Restore: func(ctx context.Context, p int32) error {
 			return m.System.Core.Restore(ctx, func(s string) bool { return c.own.InPartition(s, p) })
 		},
+		Resumed: func(ctx context.Context, p int32) {
+			m.System.Core.Resume(ctx, func(s string) bool { return c.own.InPartition(s, p) })
+		},
 		Stop: func(ctx context.Context, p int32, _ bool) {
 			m.System.Core.Stop(ctx, func(s string) bool { return c.own.InPartition(s, p) })
 		}})
