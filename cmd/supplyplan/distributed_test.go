@@ -114,7 +114,13 @@ func TestServeDistributed(t *testing.T) {
 		}
 		return nil
 	})
-	doRequest(t, owner.url, "POST", "/api/forecast/scenarios", auth, map[string]any{"name": "before the move"}).Must(t, 201)
+	// The owner's platform replica knows the demo key once it has read the bootstrap (~100 ms).
+	eventually(t, 30*time.Second, func() error {
+		if r := doRequest(t, owner.url, "POST", "/api/forecast/scenarios", auth, map[string]any{"name": "before the move"}); r.Status != 201 {
+			return fmt.Errorf("create scenario: %d %s", r.Status, r.Body)
+		}
+		return nil
+	})
 	for _, n := range []*node{owner, other} {
 		if r := doRequest(t, n.url, "GET", "/ready", nil, nil); r.Status != 200 {
 			t.Fatalf("ready: %d %s", r.Status, r.Body)

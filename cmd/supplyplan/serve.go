@@ -169,13 +169,10 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}
 	credsPath := filepath.Join(cfg.DataDir, "credentials.json")
-	if m.cluster != nil {
-		if err := m.joinCluster(); err != nil {
+	if m.cluster == nil {
+		if err := m.bootstrap(ctx, credsPath); err != nil {
 			return err
 		}
-		m.bootstrapCluster(credsPath)
-	} else if err := m.bootstrap(ctx, credsPath); err != nil {
-		return err
 	}
 	m.Log.Info("state loaded", "took", time.Since(start))
 	if err := m.openMCPStores(ctx, credsPath); err != nil {
@@ -224,6 +221,13 @@ func (m *Main) Open(ctx context.Context) error {
 			m.opsAddr = addr
 		}
 		fmt.Fprintf(m.out, "listening ops http://%s/metrics\n", addr)
+	}
+	if m.cluster != nil {
+		// Distributed: join the nodes' group last, once the API answers at the advertised address.
+		if err := m.joinCluster(); err != nil {
+			return err
+		}
+		m.bootstrapCluster(credsPath)
 	}
 	return nil
 }
