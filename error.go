@@ -67,6 +67,9 @@ func ErrorCode(err error) string {
 	if errors.As(err, &e) {
 		return e.Code
 	}
+	if g := GateError(err); g != nil {
+		return g.Code
+	}
 	return EINTERNAL
 }
 

@@ -30,6 +30,16 @@ type Config struct {
 	// Metrics records the actors' figures (mailbox depth, tenants loaded, deliveries, forecasts,
 	// imports); nil: none.
 	Metrics *telemetry.Metrics
+	// Gate is the distributed mode's ownership gate (streams.Ownership.Serve): a journaled actor
+	// runs here only when Gate(stream) is nil; otherwise its error (*supplyplan.ErrNotOwner,
+	// supplyplan.ErrRestoring) is returned to the caller unchanged. The actors of an owned
+	// partition are started by Restore and stopped by Stop. nil: embedded mode, everything local.
+	Gate func(stream string) error
+	// FollowPlatform keeps a read-only replica of the platform stream (streams.KafkaJournal.Follow)
+	// on a node that does not own the platform's partition: authentication and organization
+	// lookups read it. Required with Gate.
+	FollowPlatform func(ctx context.Context, onSnapshot func(seq uint64, data []byte) error,
+		onEntry func(seq uint64, payload []byte) error, caughtUp func()) error
 }
 
 // Core is what every service of this package shares: the hollywood engine, the journal, and the
@@ -42,7 +52,13 @@ type Core struct {
 	log    *slog.Logger
 	engine *actor.Engine
 
-	platformPID *actor.PID
+	platformPID atomic.Pointer[actor.PID] // nil in distributed mode while another node owns it
+	// platformLocal: in distributed mode, the platform actor runs here and publishes the index;
+	// otherwise the replica (followPlatform) does.
+	platformLocal atomic.Bool
+	replicaMu     sync.Mutex
+	replica       *supplyplan.PlatformState
+	stopFollow    func()
 	// index is the platform state as the platform actor last published it (organizations, keys,
 	// global events, merchants): lock-free reads for authentication and org lookups.
 	index atomic.Pointer[platformIndex]
@@ -56,6 +72,8 @@ type Core struct {
 	runs         sync.Map // orgID -> *actor.PID of the loop runtime (loopruntime.go)
 	runStates    sync.Map // orgID -> *durable[*supplyplan.LoopRunState], for reads outside the actor
 	closed       bool
+	// restoreHooks resume the services' work of what a partition restore started (distributed).
+	restoreHooks []restoreHook
 
 	quarantined atomic.Int64 // stored values out of bounds left out at load (reportQuarantined)
 
@@ -93,26 +111,47 @@ func (c *Core) Open(ctx context.Context) error {
 		return fmt.Errorf("start actor engine: %w", err)
 	}
 	c.engine = e
-	c.platformPID = e.Spawn(func() actor.Receiver {
-		return &durable[*supplyplan.PlatformState]{
-			stream: platformStream, journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
-			newState:   supplyplan.NewPlatformState,
-			afterApply: func(st *supplyplan.PlatformState) { c.index.Store(buildIndex(st)) },
-		}
-	}, "platform", actor.WithID("root"), actor.WithMaxRestarts(1<<30))
-	// Wait for the platform state: authentication needs it.
-	if _, err := platformTx(ctx, c, func(*supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
-		return struct{}{}, nil, nil
-	}); err != nil {
-		return fmt.Errorf("load platform state: %w", err)
+	if c.cfg.Gate != nil {
+		// Distributed: the platform actor runs on the owner of its partition (Restore); every
+		// node follows the stream meanwhile, and tenants start as their partitions are restored.
+		return c.followPlatform(ctx)
+	}
+	if err := c.startPlatform(ctx); err != nil {
+		return err
 	}
 	return c.startTenants()
 }
 
-// startTenants starts the actor of every organization that has none yet.
+// startPlatform spawns the platform actor and waits for its state: authentication needs it.
+func (c *Core) startPlatform(ctx context.Context) error {
+	pid := c.engine.Spawn(func() actor.Receiver {
+		return &durable[*supplyplan.PlatformState]{
+			stream: platformStream, journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
+			newState: supplyplan.NewPlatformState,
+			afterApply: func(st *supplyplan.PlatformState) {
+				if c.cfg.Gate == nil || c.platformLocal.Load() {
+					c.index.Store(buildIndex(st))
+				}
+			},
+		}
+	}, "platform", actor.WithID("root"), actor.WithMaxRestarts(1<<30))
+	c.platformPID.Store(pid)
+	if _, err := ask(ctx, c.engine, pid, func(*supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
+		return struct{}{}, nil, nil
+	}); err != nil {
+		return fmt.Errorf("load platform state: %w", err)
+	}
+	return nil
+}
+
+// startTenants starts the actor of every organization that has none yet (in distributed mode:
+// of every organization served here).
 func (c *Core) startTenants() error {
 	for _, id := range c.orgs() {
 		if _, err := c.tenant(id); err != nil {
+			if c.cfg.Gate != nil && notServedHere(err) {
+				continue
+			}
 			return err
 		}
 	}
@@ -189,31 +228,39 @@ func (c *Core) Close(ctx context.Context) error {
 		pids = append(pids, v.(*actor.PID))
 		return true
 	})
-	pids = append(pids, c.platformPID)
-	var wg sync.WaitGroup
-	for _, pid := range pids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			done := make(chan struct{})
-			c.engine.Send(pid, drainMsg{done: done})
-			select {
-			case <-done:
-			case <-ctx.Done():
-			}
-			// Everything queued before the drain has been handled, so Poison drops nothing.
-			select {
-			case <-c.engine.Poison(pid).Done():
-			case <-ctx.Done():
-			}
-		}()
+	if pid := c.platformPID.Load(); pid != nil {
+		pids = append(pids, pid)
 	}
-	wg.Wait()
+	if c.stopFollow != nil {
+		c.stopFollow()
+	}
+	c.stopActors(ctx, pids)
 	return ctx.Err()
+}
+
+// gate is nil when the stream's actor may run here (always in embedded mode).
+func (c *Core) gate(stream string) error {
+	if c.cfg.Gate == nil {
+		return nil
+	}
+	return c.cfg.Gate(stream)
 }
 
 // tenant returns the actor of an organization, spawning it on first use.
 func (c *Core) tenant(orgID string) (*actor.PID, error) {
+	if c.cfg.Gate != nil && !c.hasOrg(orgID) {
+		// Before the gate: placing an organization that does not exist would record it.
+		return nil, supplyplan.NotFound("Organization")
+	}
+	if err := c.gate(tenantStream(orgID)); err != nil {
+		return nil, err
+	}
+	return c.tenantActor(orgID, false)
+}
+
+// tenantActor returns or spawns the tenant's actor; restoring skips the gate (Restore starts
+// the actors before the gate opens).
+func (c *Core) tenantActor(orgID string, restoring bool) (*actor.PID, error) {
 	if pid, ok := c.tenants.Load(orgID); ok {
 		return pid.(*actor.PID), nil
 	}
@@ -221,6 +268,9 @@ func (c *Core) tenant(orgID string) (*actor.PID, error) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The service is shutting down")
+	}
+	if err := c.spawnGate(tenantStream(orgID), restoring); err != nil {
+		return nil, err
 	}
 	if pid, ok := c.tenants.Load(orgID); ok {
 		return pid.(*actor.PID), nil
@@ -266,6 +316,9 @@ func (c *Core) eachTenant(fn func(orgID string)) {
 
 // outbound returns the outbound actor of an owner (an organization id or "platform").
 func (c *Core) outbound(owner string) (*actor.PID, error) {
+	if err := c.gate(outboundStream(owner)); err != nil {
+		return nil, err
+	}
 	if pid, ok := c.outbounds.Load(owner); ok {
 		return pid.(*actor.PID), nil
 	}
@@ -276,6 +329,9 @@ func (c *Core) outbound(owner string) (*actor.PID, error) {
 	}
 	if pid, ok := c.outbounds.Load(owner); ok {
 		return pid.(*actor.PID), nil
+	}
+	if err := c.spawnGate(outboundStream(owner), false); err != nil {
+		return nil, err
 	}
 	if owner != supplyplan.PlatformOwner && !c.hasOrg(owner) {
 		return nil, supplyplan.NotFound("Organization")
@@ -354,7 +410,12 @@ func tenantRead[T any](ctx context.Context, c *Core, orgID string, fn func(*supp
 
 // platformTx runs fn in the platform actor.
 func platformTx[T any](ctx context.Context, c *Core, fn func(*supplyplan.PlatformState) (T, []supplyplan.Record, error)) (T, error) {
-	return askQueued(ctx, c.engine, c.platformPID, c.queuedPlatform, fn)
+	pid, err := c.platform()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return askQueued(ctx, c.engine, pid, c.queuedPlatform, fn)
 }
 
 // outboundTx runs fn in the outbound actor of owner.

@@ -40,6 +40,14 @@ func (s *Forecasts) Open(context.Context) error {
 	for _, org := range s.core.orgs() {
 		s.changes.schedule(org)
 	}
+	s.core.onRestore("change history", func(_ context.Context, orgs []string) error {
+		for _, org := range orgs {
+			if org != supplyplan.PlatformOwner {
+				s.changes.schedule(org)
+			}
+		}
+		return nil
+	})
 	return nil
 }
 

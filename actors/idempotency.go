@@ -265,7 +265,11 @@ func (s *Idempotency) release(c *supplyplan.IdempotencyClaim) {
 func (s *Idempotency) lookupIdempotency(ctx context.Context, scope, key string) (*supplyplan.IdempotencyEntry, error) {
 	var pids []*actor.PID
 	if scope == supplyplan.IdempotencyPlatformScope {
-		pids = append(pids, s.core.platformPID)
+		pid, err := s.core.platform()
+		if err != nil {
+			return nil, err
+		}
+		pids = append(pids, pid)
 		if pid, err := s.core.outbound(supplyplan.PlatformOwner); err == nil {
 			pids = append(pids, pid)
 		}

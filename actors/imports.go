@@ -91,6 +91,9 @@ func (m *importManager) resume(ctx context.Context, orgIDs []string) error {
 			}
 			return out, nil, nil
 		})
+		if m.core.servedElsewhere(err) {
+			continue // distributed: resumed by the node that serves it (docs/distributed.md)
+		}
 		if err != nil {
 			return fmt.Errorf("list import jobs of %s: %w", org, err)
 		}
@@ -779,7 +782,15 @@ var _ supplyplan.ImportService = (*Imports)(nil)
 
 // Open queues every unfinished job of every tenant again (in the background: it does not wait
 // for them).
-func (s *Imports) Open(ctx context.Context) error { return s.m.resume(ctx, s.core.orgs()) }
+func (s *Imports) Open(ctx context.Context) error {
+	if err := s.m.resume(ctx, s.core.orgs()); err != nil {
+		return err
+	}
+	s.core.onRestore("import jobs", func(ctx context.Context, orgs []string) error {
+		return s.m.resume(ctx, slices.DeleteFunc(slices.Clone(orgs), func(o string) bool { return o == supplyplan.PlatformOwner }))
+	})
+	return nil
+}
 
 // Close stops starting jobs and waits for the running ones to stop after their current chunk
 // (they resume on the next start).

@@ -25,6 +25,9 @@ func loopStream(owner string) string { return "loops-" + owner }
 // loopCatalog returns the catalog actor of owner (an organization id, or loopGlobalOwner),
 // spawning it on first use.
 func (c *Core) loopCatalog(owner string) (*actor.PID, error) {
+	if err := c.gate(loopStream(owner)); err != nil {
+		return nil, err
+	}
 	if pid, ok := c.loops.Load(owner); ok {
 		return pid.(*actor.PID), nil
 	}
@@ -35,6 +38,9 @@ func (c *Core) loopCatalog(owner string) (*actor.PID, error) {
 	}
 	if pid, ok := c.loops.Load(owner); ok {
 		return pid.(*actor.PID), nil
+	}
+	if err := c.spawnGate(loopStream(owner), false); err != nil {
+		return nil, err
 	}
 	scope := supplyplan.GlobalLoopScope
 	if owner != loopGlobalOwner {
@@ -108,6 +114,9 @@ func (s *LoopCatalog) Open(ctx context.Context) error {
 		recs, err := st.EnsureBuiltinLoops(s.cfg.Signer, s.now())
 		return len(recs), recs, err
 	})
+	if s.core.servedElsewhere(err) {
+		return nil // distributed: published by the node that serves the global catalog
+	}
 	if err != nil {
 		return fmt.Errorf("loop catalog: %w", err)
 	}

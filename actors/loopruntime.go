@@ -26,6 +26,9 @@ func loopRunsStream(orgID string) string { return "loopruns-" + orgID }
 
 // loopRuns returns the runtime actor of an organization, spawning it on first use.
 func (c *Core) loopRuns(orgID string, afterApply func(string, *supplyplan.LoopRunState)) (*actor.PID, error) {
+	if err := c.gate(loopRunsStream(orgID)); err != nil {
+		return nil, err
+	}
 	if pid, ok := c.runs.Load(orgID); ok {
 		return pid.(*actor.PID), nil
 	}
@@ -36,6 +39,9 @@ func (c *Core) loopRuns(orgID string, afterApply func(string, *supplyplan.LoopRu
 	}
 	if pid, ok := c.runs.Load(orgID); ok {
 		return pid.(*actor.PID), nil
+	}
+	if err := c.spawnGate(loopRunsStream(orgID), false); err != nil {
+		return nil, err
 	}
 	if !c.hasOrg(orgID) {
 		return nil, supplyplan.NotFound("Organization")
@@ -159,16 +165,32 @@ func runRead[T any](ctx context.Context, s *LoopRuntime, orgID string, fn func(*
 // Open starts the runtime actor of every organization (loading its instances), applies the
 // effects a stop interrupted, and starts the timer ticker.
 func (s *LoopRuntime) Open(ctx context.Context) error {
-	for _, org := range s.core.orgs() {
+	if err := s.resume(ctx, s.core.orgs()); err != nil {
+		return err
+	}
+	s.core.onRestore("loop effects", s.resume)
+	s.stop = s.core.every(s.cfg.TimerTick, s.tick)
+	return nil
+}
+
+// resume applies the effects a stop interrupted, of orgs (at start, and in distributed mode
+// when their partition is restored here).
+func (s *LoopRuntime) resume(ctx context.Context, orgs []string) error {
+	for _, org := range orgs {
+		if org == supplyplan.PlatformOwner {
+			continue
+		}
 		pending, err := runTx(ctx, s, org, func(st *supplyplan.LoopRunState) ([]supplyplan.LoopTenantEffect, []supplyplan.Record, error) {
 			return pendingEffects(st), nil, nil
 		})
+		if s.core.servedElsewhere(err) {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("loop runtime of %s: %w", org, err)
 		}
 		s.applyEffects(ctx, org, pending)
 	}
-	s.stop = s.core.every(s.cfg.TimerTick, s.tick)
 	return nil
 }
 

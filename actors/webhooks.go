@@ -34,11 +34,25 @@ var _ supplyplan.WebhookService = (*Webhooks)(nil)
 // Open starts the outbound actors of every owner, schedules the deliveries that were due before a
 // restart, and starts the delivery workers and the relay.
 func (s *Webhooks) Open(ctx context.Context) error {
-	owners := append([]string{supplyplan.PlatformOwner}, s.core.orgs()...)
+	if err := s.resume(ctx, append([]string{supplyplan.PlatformOwner}, s.core.orgs()...)); err != nil {
+		return err
+	}
+	s.core.onRestore("deliveries", s.resume)
+	s.deliveries.start()
+	s.relay.start()
+	return nil
+}
+
+// resume schedules the pending deliveries of owners (at start, and in distributed mode when
+// their partition is restored here).
+func (s *Webhooks) resume(ctx context.Context, owners []string) error {
 	for _, o := range owners {
 		pending, err := outboundTx(ctx, s.core, o, func(st *supplyplan.OutboundState) ([]supplyplan.Delivery, []supplyplan.Record, error) {
 			return st.PendingDeliveries(), nil, nil
 		})
+		if s.core.servedElsewhere(err) {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("load outbound state of %s: %w", o, err)
 		}
@@ -47,8 +61,6 @@ func (s *Webhooks) Open(ctx context.Context) error {
 		}
 		s.deliveries.schedule(o, pending)
 	}
-	s.deliveries.start()
-	s.relay.start()
 	return nil
 }
 

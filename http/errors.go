@@ -58,7 +58,9 @@ type errorBody struct {
 func writeError(ctx *fasthttp.RequestCtx, err error) {
 	var e *supplyplan.Error
 	if !errors.As(err, &e) {
-		e = supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error")
+		if e = supplyplan.GateError(err); e == nil {
+			e = supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error")
+		}
 	}
 	body := errorBody{Error: e.Message, Code: e.Code, Details: e.Details, Feature: e.Feature, Entitlement: e.Entitlement}
 	if e.Code == supplyplan.EINTERNAL {

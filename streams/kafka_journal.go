@@ -26,6 +26,9 @@ const (
 	DefaultSnapshotTopic     = "supplyplan.snapshots"
 	DefaultJournalPartitions = 64
 	DefaultJournalTxnPrefix  = "supplyplan-journal"
+	// DefaultOwnersTopic is the compacted one-partition topic of the partitions' owner records
+	// (key: the partition number): who owns which partition, at which address.
+	DefaultOwnersTopic = "supplyplan.owners"
 )
 
 // Errors of the Kafka journal.
@@ -53,8 +56,13 @@ type KafkaJournalConfig struct {
 	// TxnPrefix names the transactional ids: "<TxnPrefix>-<partition>" ["supplyplan-journal"].
 	// Every node of a deployment must use the same prefix: that is what fences a stale owner.
 	TxnPrefix string
-	// Node identifies this process in the owner records (informational).
+	// Node identifies this process in the owner records; Addr is the host:port other nodes reach
+	// its REST API at, published with its ownership (OwnerTable reads it).
 	Node string
+	Addr string
+	// OwnersTopic is the compacted one-partition topic the owner records are copied to, in the
+	// same transaction as the epoch record [DefaultOwnersTopic].
+	OwnersTopic string
 	// Locate maps a stream to its partition (a Directory's Locate in production). Nil: a fixed
 	// hash of the stream, for tests.
 	Locate func(stream string) (int32, error)
@@ -119,6 +127,9 @@ func (j *KafkaJournal) Open() error {
 	if c.SnapshotTopic == "" {
 		c.SnapshotTopic = DefaultSnapshotTopic
 	}
+	if c.OwnersTopic == "" {
+		c.OwnersTopic = DefaultOwnersTopic
+	}
 	if c.Partitions <= 0 {
 		c.Partitions = DefaultJournalPartitions
 	}
@@ -162,6 +173,10 @@ func (j *KafkaJournal) Open() error {
 	// snapshot's offset bounds what a load reads, not what is kept).
 	if err := createTopic(ctx, cl, c.Topic, int32(c.Partitions), c.ReplicationFactor,
 		map[string]string{"retention.ms": "-1", "retention.bytes": "-1"}); err != nil {
+		return err
+	}
+	if err := createTopic(ctx, cl, c.OwnersTopic, 1, c.ReplicationFactor,
+		map[string]string{"cleanup.policy": "compact"}); err != nil {
 		return err
 	}
 	return createTopic(ctx, cl, c.SnapshotTopic, int32(c.Partitions), c.ReplicationFactor,
@@ -418,9 +433,11 @@ type snapHead struct {
 
 // ownerRecord is the owner epoch record of a partition (key "epoch" in the snapshot topic).
 type ownerRecord struct {
-	Epoch uint64 `json:"epoch"`
-	Node  string `json:"node"`
-	At    int64  `json:"at"`
+	Partition int32  `json:"partition"`
+	Epoch     uint64 `json:"epoch"`
+	Node      string `json:"node"`
+	Addr      string `json:"addr,omitempty"` // the owner's REST API host:port
+	At        int64  `json:"at"`
 }
 
 const (

@@ -101,7 +101,8 @@ func (j *KafkaJournal) newOwner(ctx context.Context, p int32) (*partOwner, error
 		return fail(err)
 	}
 	warm := cl.ProduceSync(ctx, &kgo.Record{Topic: c.Topic, Partition: p, Value: []byte{}},
-		&kgo.Record{Topic: c.SnapshotTopic, Partition: p, Key: []byte("warmup"), Value: []byte{}})
+		&kgo.Record{Topic: c.SnapshotTopic, Partition: p, Key: []byte("warmup"), Value: []byte{}},
+		&kgo.Record{Topic: c.OwnersTopic, Partition: 0, Key: []byte("warmup"), Value: []byte{}})
 	_ = cl.AbortBufferedRecords(ctx)
 	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		return fail(fmt.Errorf("abort the warm-up transaction: %w", err))
@@ -148,11 +149,14 @@ func (j *KafkaJournal) newOwner(ctx context.Context, p int32) (*partOwner, error
 		return fail(err)
 	}
 	o.epoch = prev + 1
-	rec, _ := json.Marshal(ownerRecord{Epoch: o.epoch, Node: c.Node, At: time.Now().UnixMilli()})
+	rec, _ := json.Marshal(ownerRecord{Partition: p, Epoch: o.epoch, Node: c.Node, Addr: c.Addr, At: time.Now().UnixMilli()})
 	if err := cl.BeginTransaction(); err != nil {
 		return fail(err)
 	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: c.SnapshotTopic, Partition: p, Key: []byte(ownerKey), Value: rec}).FirstErr(); err != nil {
+	// The owners topic gets a copy in the same transaction: any node's OwnerTable learns the new
+	// owner's address exactly when its epoch commits.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: c.SnapshotTopic, Partition: p, Key: []byte(ownerKey), Value: rec},
+		&kgo.Record{Topic: c.OwnersTopic, Partition: 0, Key: []byte(strconv.Itoa(int(p))), Value: rec}).FirstErr(); err != nil {
 		_ = cl.EndTransaction(ctx, kgo.TryAbort)
 		return fail(fmt.Errorf("write owner epoch: %w", err))
 	}

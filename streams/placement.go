@@ -301,9 +301,11 @@ func (d *Directory) Moves(org string) []Move {
 	return slices.Clone(d.moves[org])
 }
 
-// Locate maps a journal stream to its partition: the streams of one organization
-// ("tenant-<org>", "loopruns-<org>") follow the organization's placement; any other stream
-// (the platform, outbound and loop catalog owners) is placed under its own name.
+// Locate maps a journal stream to its partition: the streams of one owner ("tenant-<org>",
+// "loopruns-<org>", "outbound-<org>", "loops-<org>") follow the owner's placement, so that an
+// organization's actors run on one node; "outbound-platform" follows "platform" (the platform
+// stream's own key) and "loops-supplyplan" (the global loop catalog) is placed under
+// "supplyplan". Organization ids ("org_...") never collide with those two.
 func (d *Directory) Locate(stream string) (int32, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -312,7 +314,7 @@ func (d *Directory) Locate(stream string) (int32, error) {
 
 // PlacementKey is the directory key of a journal stream (see Directory.Locate).
 func PlacementKey(stream string) string {
-	for _, prefix := range []string{"tenant-", "loopruns-"} {
+	for _, prefix := range []string{"tenant-", "loopruns-", "outbound-", "loops-"} {
 		if org, ok := strings.CutPrefix(stream, prefix); ok && org != "" {
 			return org
 		}

@@ -147,7 +147,7 @@ func TestKafkaJournalLocatesThroughDirectory(t *testing.T) {
 	if _, err := j.Acquire(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	for _, stream := range []string{"tenant-org_dir", "loopruns-org_dir"} {
+	for _, stream := range []string{"tenant-org_dir", "loopruns-org_dir", "outbound-org_dir", "loops-org_dir"} {
 		if got, _ := d.Locate(stream); got != p {
 			t.Fatalf("%s on %d, want %d", stream, got, p)
 		}
@@ -155,7 +155,7 @@ func TestKafkaJournalLocatesThroughDirectory(t *testing.T) {
 			t.Fatalf("%s: %v", stream, err)
 		}
 	}
-	if PlacementKey("platform") != "platform" || PlacementKey("outbound-x") != "outbound-x" {
-		t.Fatal("streams outside an organization keep their own name as key")
+	if PlacementKey("platform") != "platform" || PlacementKey("outbound-platform") != "platform" || PlacementKey("x") != "x" {
+		t.Fatal("the platform's streams are placed with it; any other stream under its own name")
 	}
 }

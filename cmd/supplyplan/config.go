@@ -42,6 +42,16 @@ type Config struct {
 	KafkaTopic   string
 	KafkaGroup   string
 
+	// Mode is embedded (one process, local journal) or distributed (docs/distributed.md): the
+	// journal on Kafka (JournalTopic, JournalPartitions), nodes in the NodeGroup consumer group,
+	// each known as NodeID and reached at AdvertiseAddr (default: APIAddr).
+	Mode              string
+	JournalTopic      string
+	JournalPartitions int
+	NodeGroup         string
+	NodeID            string
+	AdvertiseAddr     string
+
 	ClickHouseAddr     string
 	ClickHouseDatabase string
 	ClickHouseUser     string
@@ -169,6 +179,13 @@ func DefaultConfig() Config {
 		KafkaTopic:   envString("SUPPLYPLAN_KAFKA_TOPIC", "supplyplan.demand-signals"),
 		KafkaGroup:   envString("SUPPLYPLAN_KAFKA_GROUP", "supplyplan-demand-signals"),
 
+		Mode:              envString("SUPPLYPLAN_MODE", "embedded"),
+		JournalTopic:      envString("SUPPLYPLAN_JOURNAL_TOPIC", "supplyplan.journal"),
+		JournalPartitions: envInt("SUPPLYPLAN_JOURNAL_PARTITIONS", 64),
+		NodeGroup:         envString("SUPPLYPLAN_NODE_GROUP", "supplyplan-nodes"),
+		NodeID:            envString("SUPPLYPLAN_NODE_ID", hostname()),
+		AdvertiseAddr:     envString("SUPPLYPLAN_ADVERTISE_ADDR", ""),
+
 		ClickHouseAddr:     envString("SUPPLYPLAN_CLICKHOUSE_ADDR", ""),
 		ClickHouseDatabase: envString("SUPPLYPLAN_CLICKHOUSE_DATABASE", "supplyplan"),
 		ClickHouseUser:     envString("SUPPLYPLAN_CLICKHOUSE_USER", "default"),
@@ -259,9 +276,15 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.RateLimitOrgBurst, "rate-limit-org-burst", c.RateLimitOrgBurst, "token bucket size of an organization's reads and of its writes (SUPPLYPLAN_RATE_LIMIT_ORG_BURST)")
 	fs.Float64Var(&c.RateLimitImportRPS, "rate-limit-import-rps", c.RateLimitImportRPS, "import requests (POST /api/import/...) per second, per key and per organization; 0: no limit (SUPPLYPLAN_RATE_LIMIT_IMPORT_RPS)")
 	fs.IntVar(&c.RateLimitImportBurst, "rate-limit-import-burst", c.RateLimitImportBurst, "import requests an idle key or organization may make at once (SUPPLYPLAN_RATE_LIMIT_IMPORT_BURST)")
-	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", c.KafkaBrokers, "comma-separated Kafka brokers for demand signals; empty = in-process stream only (SUPPLYPLAN_KAFKA_BROKERS)")
+	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", c.KafkaBrokers, "comma-separated Kafka brokers for demand signals and, in distributed mode, the journal; empty = in-process stream only (SUPPLYPLAN_KAFKA_BROKERS)")
 	fs.StringVar(&c.KafkaTopic, "kafka-topic", c.KafkaTopic, "demand-signal topic, keyed by organization id; dead letters go to <topic>.dlq (SUPPLYPLAN_KAFKA_TOPIC)")
 	fs.StringVar(&c.KafkaGroup, "kafka-group", c.KafkaGroup, "consumer group of the demand-signal consumer (SUPPLYPLAN_KAFKA_GROUP)")
+	fs.StringVar(&c.Mode, "mode", c.Mode, "embedded (one process, journal in the data dir) or distributed (journal on Kafka, organizations spread over the nodes; requires --kafka-brokers; docs/distributed.md) (SUPPLYPLAN_MODE)")
+	fs.StringVar(&c.JournalTopic, "journal-topic", c.JournalTopic, "distributed mode: the journal topic; its snapshots go to supplyplan.snapshots, owners to supplyplan.owners, placements to supplyplan.directory (SUPPLYPLAN_JOURNAL_TOPIC)")
+	fs.IntVar(&c.JournalPartitions, "journal-partitions", c.JournalPartitions, "distributed mode: partitions of the journal topic, fixed for the life of a deployment (SUPPLYPLAN_JOURNAL_PARTITIONS)")
+	fs.StringVar(&c.NodeGroup, "node-group", c.NodeGroup, "distributed mode: consumer group the nodes join to share the journal partitions (SUPPLYPLAN_NODE_GROUP)")
+	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "distributed mode: this node's name in the owner records (default: the hostname) (SUPPLYPLAN_NODE_ID)")
+	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", c.AdvertiseAddr, "distributed mode: host:port other nodes reach this node's REST API at (default: --api-addr) (SUPPLYPLAN_ADVERTISE_ADDR)")
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native-protocol host:port for demand history; empty = embedded store in the data dir (SUPPLYPLAN_CLICKHOUSE_ADDR)")
 	fs.StringVar(&c.ClickHouseDatabase, "clickhouse-database", c.ClickHouseDatabase, "ClickHouse database, created if missing (SUPPLYPLAN_CLICKHOUSE_DATABASE)")
 	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", c.ClickHouseUser, "ClickHouse user (SUPPLYPLAN_CLICKHOUSE_USER)")
@@ -396,4 +419,10 @@ func (e *envReader) float(name string, def float64) float64 {
 		return def
 	}
 	return f
+}
+
+// hostname is the default --node-id ("" when the system has none).
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }

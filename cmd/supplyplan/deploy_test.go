@@ -9,13 +9,6 @@ import (
 	"testing"
 )
 
-// pendingDistributedFlags are the flags of `serve --mode distributed` that deploy/ uses and that
-// the ownership work (issue 18, w18a) adds to the binary. Remove each name here once it is in
-// Config.Bind: the test then checks it like every other flag.
-var pendingDistributedFlags = map[string]bool{
-	"mode": true, "node-id": true, "advertise-addr": true, "journal-topic": true, "journal-partitions": true,
-}
-
 var (
 	deployFlagArg = regexp.MustCompile(`(?m)^\s*-\s+--([a-z0-9-]+)`)                 // a YAML list item "- --flag=..."
 	deployFlagDoc = regexp.MustCompile("`(?:supplyplan serve [^`]*)?--([a-z0-9-]+)") // a flag quoted in the README
@@ -57,7 +50,7 @@ func TestDeployNamesExist(t *testing.T) {
 		}
 		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
 			checked["--"+m[1]] = true
-			if !flags[m[1]] && !pendingDistributedFlags[m[1]] {
+			if !flags[m[1]] {
 				t.Errorf("%s names --%s, which supplyplan serve does not have", f, m[1])
 			}
 		}

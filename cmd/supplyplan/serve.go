@@ -41,7 +41,7 @@ type Main struct {
 	opsAddr string
 	// Metrics is the process's metric set, created when an operations listener is configured.
 	Metrics  *telemetry.Metrics
-	Journal  *streams.Journal
+	Journal  *streams.Journal // embedded mode's journal (nil in distributed mode)
 	Demand   demandStore
 	Bus      *streams.Bus
 	Signals  *streams.LocalSignalStream
@@ -64,7 +64,7 @@ type Main struct {
 
 	// Owners routes each organization's requests to the node that owns it, on every surface
 	// (distributed mode: set before Open, with NodeID, this node's id); nil: embedded.
-	Owners sphttp.Owners
+	Owners supplyplan.Owners
 	NodeID string
 
 	// Catalog, Forecaster and Planning back the hosted tools. Open takes the catalog, the forecaster
@@ -73,6 +73,8 @@ type Main struct {
 	Catalog    supplyplan.CatalogService
 	Forecaster supplyplan.Forecaster
 	Planning   tools.PlanningBackend
+
+	cluster *cluster // the distributed mode's parts (distributed.go); nil: embedded
 
 	unsubscribe func()
 	gate        *redisstore.Gate
@@ -97,6 +99,9 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("--body-bytes-in-flight (%d) must be at least --import-max-bytes (%d) and --body-limit (%d): a request that fits no budget could never be served",
 			cfg.BodyBudget, cfg.ImportMaxBytes, cfg.BodyLimit)
 	}
+	if err := cfg.checkMode(); err != nil {
+		return err
+	}
 	if err := (supplyplan.SafetyStockPolicy{ReorderPointShare: cfg.AllocationSafetyShare}).Validate(); err != nil {
 		return fmt.Errorf("--allocation-safety-stock-share: %w", err)
 	}
@@ -115,11 +120,19 @@ func (m *Main) Open(ctx context.Context) error {
 	m.lock = lock
 
 	start := time.Now()
-	j, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(cfg.DataDir, "journal"), Logger: m.Log, Metrics: m.Metrics})
-	if err != nil {
-		return err
+	var j supplyplan.Journal
+	if cfg.Mode == "distributed" {
+		if err := m.openCluster(); err != nil {
+			return err
+		}
+		j = m.cluster.journal
+	} else {
+		lj, err := streams.OpenJournal(streams.JournalConfig{Dir: filepath.Join(cfg.DataDir, "journal"), Logger: m.Log, Metrics: m.Metrics})
+		if err != nil {
+			return err
+		}
+		m.Journal, j = lj, lj
 	}
-	m.Journal = j
 
 	if cfg.ClickHouseAddr != "" {
 		m.Demand = analytics.NewClickHouseStore(analytics.ClickHouseConfig{Addr: cfg.ClickHouseAddr,
@@ -159,15 +172,10 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}
 	credsPath := filepath.Join(cfg.DataDir, "credentials.json")
-	created, err := m.System.Platform.Bootstrap(ctx, func(c supplyplan.Credentials) error { return writeCredentials(credsPath, c) })
-	if err != nil {
-		return fmt.Errorf("bootstrap demo organization: %w", err)
-	}
-	if created {
-		m.Log.Info("created demo organization", "credentials", credsPath)
-	}
-	if err := m.System.MCP.EnsureDemoMCP(ctx, func(keys map[string]string) error { return mergeCredentials(credsPath, keys) }); err != nil {
-		return fmt.Errorf("ensure demo merchant: %w", err)
+	if m.cluster == nil {
+		if err := m.bootstrap(ctx, credsPath); err != nil {
+			return err
+		}
 	}
 	m.Log.Info("state loaded", "took", time.Since(start))
 	if err := m.openMCPStores(ctx, credsPath); err != nil {
@@ -217,6 +225,28 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 		fmt.Fprintf(m.out, "listening ops http://%s/metrics\n", addr)
 	}
+	if m.cluster != nil {
+		// Distributed: join the nodes' group last, once the API answers at the advertised address.
+		if err := m.joinCluster(); err != nil {
+			return err
+		}
+		m.bootstrapCluster(credsPath)
+	}
+	return nil
+}
+
+// bootstrap creates the demo organization when there is none, and the demo merchant.
+func (m *Main) bootstrap(ctx context.Context, credsPath string) error {
+	created, err := m.System.Platform.Bootstrap(ctx, func(c supplyplan.Credentials) error { return writeCredentials(credsPath, c) })
+	if err != nil {
+		return fmt.Errorf("bootstrap demo organization: %w", err)
+	}
+	if created {
+		m.Log.Info("created demo organization", "credentials", credsPath)
+	}
+	if err := m.System.MCP.EnsureDemoMCP(ctx, func(keys map[string]string) error { return mergeCredentials(credsPath, keys) }); err != nil {
+		return fmt.Errorf("ensure demo merchant: %w", err)
+	}
 	return nil
 }
 
@@ -265,6 +295,9 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.Signals != nil {
 		step("signal stream", func() error { return m.Signals.Close(ctx) })
 	}
+	if m.cluster != nil {
+		m.closeMembership(ctx, step)
+	}
 	if m.System != nil {
 		m.System.Close(ctx, step)
 	}
@@ -283,6 +316,9 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.Journal != nil {
 		step("journal", m.Journal.Close)
 	}
+	if m.cluster != nil {
+		m.closeCluster(ctx, step)
+	}
 	if m.Demand != nil {
 		step("demand store", m.Demand.Close)
 	}
@@ -299,7 +335,13 @@ func (m *Main) OpsAddr() string { return m.opsAddr }
 // readiness names the checks of GET /ready: the journal, the demand store when it is remote, Redis
 // and the Kafka brokers when they are configured.
 func (m *Main) readiness() map[string]func(context.Context) error {
-	checks := map[string]func(context.Context) error{"journal": m.Journal.Ping}
+	checks := map[string]func(context.Context) error{}
+	if m.Journal != nil {
+		checks["journal"] = m.Journal.Ping
+	}
+	if m.cluster != nil {
+		checks["journal"] = m.cluster.table.Ping
+	}
 	if p, ok := m.Demand.(interface{ Ping(context.Context) error }); ok {
 		checks["clickhouse"] = p.Ping
 	}

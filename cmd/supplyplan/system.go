@@ -46,7 +46,8 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 	s.Core = actors.NewCore(actors.Config{Journal: journal, Logger: m.Log, SnapshotEvery: cfg.SnapshotEvery, Now: cfg.Clock, Metrics: m.Metrics,
 		Allocation: supplyplan.AllocationSettings{HoldTTL: cfg.AllocationHoldTTL, Retention: cfg.AllocationRetention,
 			CommitOnAllocate: cfg.AllocationCommitOnAllocate, SafetyStock: supplyplan.SafetyStockPolicy{ReorderPointShare: cfg.AllocationSafetyShare},
-			TransferLeadTimeDays: cfg.TransferLeadTimeDays, TransferCostPerUnit: cfg.TransferCostPerUnit}})
+			TransferLeadTimeDays: cfg.TransferLeadTimeDays, TransferCostPerUnit: cfg.TransferCostPerUnit},
+		Gate: m.gateFunc(), FollowPlatform: m.followPlatformFunc()})
 	s.Forecasts = actors.NewForecasts(s.Core, m.Demand, int64(cfg.ForecastCacheMB)<<20)
 	s.Platform = actors.NewPlatform(s.Core, s.Forecasts)
 	s.Forecasting = actors.NewForecasting(s.Core, s.Forecasts)

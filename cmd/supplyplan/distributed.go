@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/actors"
+	"github.com/supplyplan/supplyplan/streams"
+)
+
+// cluster is the distributed mode's part of Main (docs/distributed.md): the placement directory,
+// the journal on Kafka, the owner table and the membership in the nodes' group.
+type cluster struct {
+	dir      *streams.Directory
+	journal  *streams.KafkaJournal
+	table    *streams.OwnerTable
+	members  *streams.Membership
+	own      *streams.Ownership
+	stopBoot func()
+}
+
+// checkMode validates --mode and what the distributed mode needs.
+func (c Config) checkMode() error {
+	switch c.Mode {
+	case "embedded", "":
+		return nil
+	case "distributed":
+		if strings.TrimSpace(c.KafkaBrokers) == "" {
+			return errors.New("--mode distributed requires --kafka-brokers (SUPPLYPLAN_KAFKA_BROKERS): the journal lives on Kafka")
+		}
+		if c.JournalPartitions <= 0 {
+			return fmt.Errorf("--journal-partitions must be positive, not %d", c.JournalPartitions)
+		}
+		if c.NodeID == "" {
+			return errors.New("--node-id is required in distributed mode (the host has no name)")
+		}
+		return nil
+	}
+	return fmt.Errorf("--mode must be embedded or distributed, not %q", c.Mode)
+}
+
+// openCluster opens the directory, the Kafka journal and the owner table, and builds the
+// membership (joinCluster joins the group once the services are open).
+func (m *Main) openCluster() error {
+	cfg := m.Config
+	brokers := strings.Split(cfg.KafkaBrokers, ",")
+	addr := cfg.AdvertiseAddr
+	if addr == "" {
+		addr = cfg.APIAddr
+	}
+	c := &cluster{}
+	m.cluster = c
+	c.dir = streams.NewDirectory(streams.DirectoryConfig{Brokers: brokers, Partitions: cfg.JournalPartitions, Node: cfg.NodeID, Logger: m.Log})
+	if err := c.dir.Open(); err != nil {
+		return fmt.Errorf("open placement directory: %w", err)
+	}
+	c.journal = streams.NewKafkaJournal(streams.KafkaJournalConfig{Brokers: brokers, Topic: cfg.JournalTopic,
+		Partitions: cfg.JournalPartitions, Node: cfg.NodeID, Addr: addr, Locate: c.dir.Locate, Logger: m.Log})
+	if err := c.journal.Open(); err != nil {
+		return fmt.Errorf("open kafka journal: %w", err)
+	}
+	table, err := streams.OpenOwnerTable(brokers, "", m.Log)
+	if err != nil {
+		return err
+	}
+	c.table = table
+	c.own = &streams.Ownership{Directory: c.dir, Table: table, Addr: addr}
+	c.members = streams.NewMembership(streams.MembershipConfig{Brokers: brokers, Group: cfg.NodeGroup, Journal: c.journal, Logger: m.Log,
+		Restore: func(ctx context.Context, p int32) error {
+			return m.System.Core.Restore(ctx, func(s string) bool { return c.own.InPartition(s, p) })
+		},
+		Resumed: func(ctx context.Context, p int32) {
+			m.System.Core.Resume(ctx, func(s string) bool { return c.own.InPartition(s, p) })
+		},
+		Stop: func(ctx context.Context, p int32, _ bool) {
+			m.System.Core.Stop(ctx, func(s string) bool { return c.own.InPartition(s, p) })
+		}})
+	c.own.Membership = c.members
+	m.Owners, m.NodeID = c.own, cfg.NodeID
+	return nil
+}
+
+// joinCluster joins the nodes' group (once the services are open): partitions arrive, are
+// acquired and restored.
+func (m *Main) joinCluster() error { return m.cluster.members.Open() }
+
+// bootstrapCluster creates the demo organization and merchant on whichever node owns the
+// platform stream: every node tries every second until it succeeds (the gate answers a node
+// that does not own it at once, without a network call); on a node that owns it, it succeeds
+// (a no-op when the organization exists).
+func (m *Main) bootstrapCluster(credsPath string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	m.cluster.stopBoot = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			err := m.bootstrap(ctx, credsPath)
+			var no *supplyplan.ErrNotOwner
+			switch {
+			case err == nil:
+				return
+			case !errors.Is(err, supplyplan.ErrRestoring) && !errors.As(err, &no) && ctx.Err() == nil:
+				m.Log.Warn("bootstrap of the demo organization failed; trying again", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// closeMembership leaves the group: every owned partition is drained and released.
+func (m *Main) closeMembership(ctx context.Context, step func(string, func() error)) {
+	c := m.cluster
+	if c.stopBoot != nil {
+		c.stopBoot()
+	}
+	if c.members != nil {
+		step("membership", func() error { return c.members.Close(ctx) })
+	}
+}
+
+// closeCluster closes the journal, the owner table and the directory (after the core).
+func (m *Main) closeCluster(ctx context.Context, step func(string, func() error)) {
+	c := m.cluster
+	if c.journal != nil {
+		step("kafka journal", func() error { return c.journal.Close(ctx) })
+	}
+	if c.table != nil {
+		c.table.Close()
+	}
+	if c.dir != nil {
+		step("placement directory", func() error { return c.dir.Close(ctx) })
+	}
+}
+
+// gateFunc is the core's ownership gate in distributed mode (nil in embedded mode).
+func (m *Main) gateFunc() func(string) error {
+	if m.cluster == nil {
+		return nil
+	}
+	return m.cluster.own.Serve
+}
+
+// followPlatformFunc follows the platform stream on the Kafka journal (nil in embedded mode).
+func (m *Main) followPlatformFunc() func(context.Context, func(uint64, []byte) error, func(uint64, []byte) error, func()) error {
+	if m.cluster == nil {
+		return nil
+	}
+	j := m.cluster.journal
+	return func(ctx context.Context, onSnap func(uint64, []byte) error, onEntry func(uint64, []byte) error, caughtUp func()) error {
+		return j.Follow(ctx, actors.PlatformStream, onSnap, onEntry, caughtUp)
+	}
+}
