@@ -101,6 +101,8 @@ func (s *TenantState) Apply(r Record) error {
 		return s.TransfersState.Apply(r)
 	case KindPendingEvent:
 		return s.OutboxState.Apply(r)
+	case KindAllocationEventRef:
+		return s.applyAllocationEventRef(r)
 	case KindToolAudit:
 		return s.ToolAuditState.Apply(r)
 	case KindReservation, KindAllocation, KindAllocationAudit, KindAllocationRun:
