@@ -97,8 +97,14 @@ func (s *TenantState) Apply(r Record) error {
 		case KindLocation:
 			s.sources.reset()
 		case KindInventory:
-			if _, had := s.Inventory[r.ID]; had == r.Del { // a level comes or goes
-				s.sources.reset()
+			if l, had := s.Inventory[r.ID]; had == r.Del { // a level comes or goes: its sku's sources change
+				if v, ok := r.Value.(*InventoryLevel); had && l != nil {
+					s.sources.forget(l.SKU)
+				} else if ok && v != nil {
+					s.sources.forget(v.SKU)
+				} else {
+					s.sources.reset()
+				}
 			}
 		}
 		return s.CatalogState.Apply(r)

@@ -128,6 +128,8 @@ func (s *CatalogState) poDue(po *PurchaseOrder) time.Time {
 type sourcesMemo struct {
 	mu    sync.Mutex
 	bySKU map[string][]SourceCandidate
+	// all is every location, shared by the skus stocked or expected at each one (nil until needed)
+	all []SourceCandidate
 }
 
 func (m *sourcesMemo) get(sku string) ([]SourceCandidate, bool) {
@@ -152,13 +154,37 @@ func (m *sourcesMemo) put(sku string, c []SourceCandidate) {
 	m.bySKU[sku] = c
 }
 
+// shared returns the list of every location when c names each of them once (the usual case of
+// a sku stocked everywhere), so that such skus share one list.
+func (m *sourcesMemo) shared(c []SourceCandidate) []SourceCandidate {
+	if m == nil {
+		return c
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.all == nil || len(m.all) != len(c) {
+		m.all = c
+	}
+	return m.all
+}
+
+// forget drops what is remembered of sku (a level of it came or went).
+func (m *sourcesMemo) forget(sku string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.bySKU, sku)
+}
+
 func (m *sourcesMemo) reset() {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.bySKU = nil
+	m.bySKU, m.all = nil, nil
 }
 
 // tenantWorld is the AllocationWorld over a tenant's state. A sku is a product id (order lines
@@ -214,6 +240,9 @@ func (w *tenantWorld) Sources(sku, _ string) []SourceCandidate {
 		if stocked || len(w.rc.byKey[stockKey{sku, loc}]) > 0 {
 			out = append(out, SourceCandidate{LocationID: loc, LeadTimeDays: lead, UnitCost: cost})
 		}
+	}
+	if len(out) == len(w.s.Locations) { // every location (each once: they come from the map's keys)
+		out = w.s.sources.shared(out)
 	}
 	w.s.sources.put(sku, out)
 	return out
