@@ -78,7 +78,7 @@ func (s *TenantState) receiptsIndex() *receiptIndex {
 	if s.receipts != nil && s.receipts.leadDays == lead {
 		return s.receipts
 	}
-	x := &receiptIndex{leadDays: lead, byKey: map[stockKey][]Receipt{}}
+	x := &receiptIndex{leadDays: lead, byKey: make(map[stockKey][]Receipt, len(s.PurchaseOrders)+len(s.Transfers))} // about a key each
 	for _, po := range s.PurchaseOrders {
 		if !po.Open() {
 			continue
