@@ -408,7 +408,10 @@ func (a *Allocator) allocate(o AllocOrder, mode allocMode) AllocationOutcome {
 		a.rollback(mark0)
 		return AllocationOutcome{OrderID: o.ID, Allocation: prev}
 	}
-	return a.finish(&o, prev, alloc, existing, newActive, append(recs, lineRecs...), nil, "")
+	if len(recs) > 0 {
+		lineRecs = append(recs, lineRecs...)
+	}
+	return a.finish(&o, prev, alloc, existing, newActive, lineRecs, nil, "")
 }
 
 // planLine reserves stock for a line (requested location first, then the ranked sources when the
@@ -565,7 +568,7 @@ func b2i(b bool) int {
 // others are released with the reason and new ones created.
 func (a *Allocator) build(o *AllocOrder, prev *Allocation, existing []*Reservation, pinned []bool, plans []linePlan,
 	status AllocationStatus, reqMs int64) (*Allocation, []*Reservation, []Record) {
-	puts := make([]Record, 0, len(plans)+1)
+	puts := make([]Record, 0, len(plans)+2) // and the allocation's record (finish)
 	newActive := make([]*Reservation, 0, len(existing)+len(plans))
 	kept := make([]bool, len(existing))
 	keep := func(r *Reservation) {
@@ -663,6 +666,9 @@ func (a *Allocator) build(o *AllocOrder, prev *Allocation, existing []*Reservati
 	}
 	alloc := &Allocation{OrderID: o.ID, OrderVersion: o.Version, Status: status, Fill: o.FillOrDefault(), Priority: o.Priority,
 		Lines: lines, CreatedAt: a.now, UpdatedAt: a.now}
+	if len(releases) == 0 { // a new order: no copy
+		return alloc, newActive, puts
+	}
 	return alloc, newActive, append(releases, puts...)
 }
 

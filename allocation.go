@@ -515,16 +515,20 @@ type AllocationFailed struct {
 
 // allocationEvent returns the event announcing a.
 func allocationEvent(a *Allocation, orgID, message string, now time.Time) DomainEvent {
-	ev := DomainEvent{ID: NewID("evt"), OrganizationID: orgID, Timestamp: now}
+	typ, data := allocationEventData(a, message)
+	return DomainEvent{ID: NewID("evt"), Type: typ, OrganizationID: orgID, Timestamp: now, Data: data}
+}
+
+// allocationEventData returns the type and data of the event announcing a (replay rebuilds the
+// data of a journaled allocation event from its allocation the same way, allocation_event_ref.go).
+func allocationEventData(a *Allocation, message string) (string, any) {
 	if a.Status == AllocFailed {
 		lines := make([]ShortLine, len(a.Lines))
 		for i, l := range a.Lines {
 			lines[i] = ShortLine{LineID: l.LineID, Shortfall: l.Shortfall}
 		}
-		ev.Type = EventAllocationFailed
-		ev.Data = AllocationFailed{OrderID: a.OrderID, OrderVersion: a.OrderVersion, ReasonCode: a.ReasonCode, Message: message,
+		return EventAllocationFailed, AllocationFailed{OrderID: a.OrderID, OrderVersion: a.OrderVersion, ReasonCode: a.ReasonCode, Message: message,
 			Lines: lines, EarliestPromiseDate: a.EarliestPromiseDate}
-		return ev
 	}
 	lines := make([]EventLine, len(a.Lines))
 	for i, l := range a.Lines {
@@ -535,9 +539,7 @@ func allocationEvent(a *Allocation, orgID, message string, now time.Time) Domain
 			lines[i].Allocations = []LineAllocation{}
 		}
 	}
-	ev.Type = EventAllocationSucceeded
-	ev.Data = AllocationSucceeded{OrderID: a.OrderID, OrderVersion: a.OrderVersion, Partial: a.Status != AllocAllocated, Lines: lines}
-	return ev
+	return EventAllocationSucceeded, AllocationSucceeded{OrderID: a.OrderID, OrderVersion: a.OrderVersion, Partial: a.Status != AllocAllocated, Lines: lines}
 }
 
 // Consumption is stock that left a location with a shipped order: the integration takes it off

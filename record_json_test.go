@@ -244,3 +244,33 @@ func BenchmarkEncodeRecords(b *testing.B) {
 		}
 	})
 }
+
+// TestEncodeRecordsRecycledBuffer: an entry encoded into the recycled buffer of a larger one is
+// exactly its own bytes (nothing of the earlier entry shows), and a recycled buffer too small for
+// the next entry is not used for it.
+func TestEncodeRecordsRecycledBuffer(t *testing.T) {
+	entry := func(n int, name string) []Record {
+		recs := make([]Record, n)
+		for i := range recs {
+			id := fmt.Sprintf("R%06d", i)
+			recs[i] = Put(KindReservation, id, &Reservation{ID: id, OrderID: name, LineID: "1", SKU: "S", LocationID: "L", Quantity: 1,
+				Status: ResHeld, CreatedAt: allocT0, UpdatedAt: allocT0})
+		}
+		return recs
+	}
+	for _, n := range []int{8000, 4000, 12000, 4000} { // about 2.7, 1.4, 4.1 and 1.4 MB
+		recs := entry(n, fmt.Sprint("order-", n))
+		got, err := EncodeRecords(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%d records: EncodeRecords into a recycled buffer differs from json.Marshal", n)
+		}
+		RecycleEntry(got)
+	}
+}

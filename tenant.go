@@ -40,6 +40,9 @@ type TenantState struct {
 	// receipts is the derived index of stock on its way, by (product, location); nil until a read
 	// needs it and after a purchase order, supplier or transfer changed (tenant_allocation.go).
 	receipts *receiptIndex
+	// sources remembers the locations each sku may be sourced from across allocations (derived,
+	// tenant_allocation.go); dropped with receipts and when a location or a level comes or goes.
+	sources *sourcesMemo
 }
 
 // NewTenantState returns the empty state of an organization.
@@ -60,6 +63,7 @@ func (s *TenantState) init() {
 	s.AllocationState.init()
 	s.LoopEffectsState.init()
 	s.receipts = nil
+	s.sources = &sourcesMemo{}
 }
 
 // UnmarshalJSON decodes a snapshot, rebuilds the derived indexes and quarantines stored numbers
@@ -86,8 +90,22 @@ func (s *TenantState) UnmarshalJSON(b []byte) error {
 func (s *TenantState) Apply(r Record) error {
 	switch r.Kind {
 	case KindProduct, KindLocation, KindInventory, KindSupplier, KindPurchaseOrder, KindOrder:
-		if r.Kind == KindPurchaseOrder || r.Kind == KindSupplier {
+		switch r.Kind {
+		case KindPurchaseOrder, KindSupplier:
 			s.receipts = nil
+			s.sources.reset()
+		case KindLocation:
+			s.sources.reset()
+		case KindInventory:
+			if l, had := s.Inventory[r.ID]; had == r.Del { // a level comes or goes: its sku's sources change
+				if v, ok := r.Value.(*InventoryLevel); had && l != nil {
+					s.sources.forget(l.SKU)
+				} else if ok && v != nil {
+					s.sources.forget(v.SKU)
+				} else {
+					s.sources.reset()
+				}
+			}
 		}
 		return s.CatalogState.Apply(r)
 	case KindScenario, KindEvent, KindForecastVersion, KindForecastChange:
@@ -97,10 +115,13 @@ func (s *TenantState) Apply(r Record) error {
 	case KindTransfer, KindRecommendation:
 		if r.Kind == KindTransfer {
 			s.receipts = nil
+			s.sources.reset()
 		}
 		return s.TransfersState.Apply(r)
 	case KindPendingEvent:
 		return s.OutboxState.Apply(r)
+	case KindAllocationEventRef:
+		return s.applyAllocationEventRef(r)
 	case KindToolAudit:
 		return s.ToolAuditState.Apply(r)
 	case KindReservation, KindAllocation, KindAllocationAudit, KindAllocationRun:

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -42,6 +43,7 @@ type AllocationSettings struct {
 func (s *TenantState) SetAllocationSettings(set AllocationSettings) {
 	s.allocation = set
 	s.receipts = nil
+	s.sources.reset()
 }
 
 func (s *TenantState) transferLead() float64 {
@@ -76,7 +78,7 @@ func (s *TenantState) receiptsIndex() *receiptIndex {
 	if s.receipts != nil && s.receipts.leadDays == lead {
 		return s.receipts
 	}
-	x := &receiptIndex{leadDays: lead, byKey: map[stockKey][]Receipt{}}
+	x := &receiptIndex{leadDays: lead, byKey: make(map[stockKey][]Receipt, len(s.PurchaseOrders)+len(s.Transfers))} // about a key each
 	for _, po := range s.PurchaseOrders {
 		if !po.Open() {
 			continue
@@ -118,13 +120,79 @@ func (s *CatalogState) poDue(po *PurchaseOrder) time.Time {
 	return po.CreatedAt.Add(lead)
 }
 
+// sourcesMemo remembers tenantWorld.Sources by sku across allocations (an orders import allocates
+// chunk after chunk over the same skus; finding a sku's locations looks up every location's level).
+// It is derived from the locations, which levels exist, the receipts and the settings, and dropped
+// when any of them changes (TenantState.Apply, SetAllocationSettings). Its lock lets the reads
+// that run in parallel with the actor use it.
+type sourcesMemo struct {
+	mu    sync.Mutex
+	bySKU map[string][]SourceCandidate
+	// all is every location, shared by the skus stocked or expected at each one (nil until needed)
+	all []SourceCandidate
+}
+
+func (m *sourcesMemo) get(sku string) ([]SourceCandidate, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.bySKU[sku]
+	return c, ok
+}
+
+func (m *sourcesMemo) put(sku string, c []SourceCandidate) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bySKU == nil {
+		m.bySKU = map[string][]SourceCandidate{}
+	}
+	m.bySKU[sku] = c
+}
+
+// shared returns the list of every location when c names each of them once (the usual case of
+// a sku stocked everywhere), so that such skus share one list.
+func (m *sourcesMemo) shared(c []SourceCandidate) []SourceCandidate {
+	if m == nil {
+		return c
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.all == nil || len(m.all) != len(c) {
+		m.all = c
+	}
+	return m.all
+}
+
+// forget drops what is remembered of sku (a level of it came or went).
+func (m *sourcesMemo) forget(sku string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.bySKU, sku)
+}
+
+func (m *sourcesMemo) reset() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.bySKU, m.all = nil, nil
+}
+
 // tenantWorld is the AllocationWorld over a tenant's state. A sku is a product id (order lines
 // store the product's id), a location exists or not (every location of the catalog may ship).
 type tenantWorld struct {
-	s       *TenantState
-	rc      *receiptIndex
-	sources map[string][]SourceCandidate
-	keyBuf  []byte
+	s      *TenantState
+	rc     *receiptIndex
+	keyBuf []byte
 }
 
 // level returns the stock level of (sku, loc) without building its key as a string.
@@ -136,7 +204,7 @@ func (w *tenantWorld) level(sku, loc string) (*InventoryLevel, bool) {
 }
 
 func (s *TenantState) world() *tenantWorld {
-	return &tenantWorld{s: s, rc: s.receiptsIndex(), sources: map[string][]SourceCandidate{}}
+	return &tenantWorld{s: s, rc: s.receiptsIndex()}
 }
 
 func (w *tenantWorld) KnownSKU(sku string) bool {
@@ -159,9 +227,10 @@ func (w *tenantWorld) Supply(sku, loc string) Supply {
 }
 
 // Sources lists every location holding a level of sku or expecting it: the transfer lead time and
-// cost per unit are the same between any two locations, so the allocator ranks them by id.
+// cost per unit are the same between any two locations, so the allocator ranks them by id. The
+// list is shared (sourcesMemo): callers must not change it.
 func (w *tenantWorld) Sources(sku, _ string) []SourceCandidate {
-	if c, ok := w.sources[sku]; ok {
+	if c, ok := w.s.sources.get(sku); ok {
 		return c
 	}
 	lead, cost := w.s.transferLead(), w.s.allocation.TransferCostPerUnit
@@ -172,7 +241,10 @@ func (w *tenantWorld) Sources(sku, _ string) []SourceCandidate {
 			out = append(out, SourceCandidate{LocationID: loc, LeadTimeDays: lead, UnitCost: cost})
 		}
 	}
-	w.sources[sku] = out
+	if len(out) == len(w.s.Locations) { // every location (each once: they come from the map's keys)
+		out = w.s.sources.shared(out)
+	}
+	w.s.sources.put(sku, out)
 	return out
 }
 

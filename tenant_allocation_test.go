@@ -498,3 +498,36 @@ func TestTenantAllocationSnapshot(t *testing.T) {
 		t.Errorf("loaded allocation %v", allocView(&a))
 	}
 }
+
+// TestTenantAllocationSourcesFollowChanges: the locations a sku may be sourced from are
+// remembered across allocations (sourcesMemo) and follow a level that comes, a purchase order and
+// a level that goes.
+func TestTenantAllocationSourcesFollowChanges(t *testing.T) {
+	f := newTenantFixture(t)
+	f.seed(`{"levels":[{"skuId":"A","locationId":"DC","quantityOnHand":1},{"skuId":"B","locationId":"STORE","quantityOnHand":5},
+		{"skuId":"B","locationId":"WH","quantityOnHand":5}]}`)
+	order := func(id string) *Allocation {
+		t.Helper()
+		f.mustImport(ImportOrders, `{"orders":[{"externalOrderId":"`+id+`","maxLocations":3,"maxLatenessDays":30,
+			"lines":[{"skuId":"A","quantity":3,"locationId":"DC"}]}]}`)
+		return f.allocation(id)
+	}
+	if a := order("O-1"); a.Status != AllocPartial || a.Lines[0].Reserved() != 1 {
+		t.Fatalf("O-1: %v", allocView(a))
+	}
+	f.mustImport(ImportInventory, `{"levels":[{"skuId":"A","locationId":"STORE","quantityOnHand":3}]}`) // a new level
+	if a := order("O-2"); a.Status != AllocAllocated || len(a.Lines[0].Allocations) != 1 || a.Lines[0].Allocations[0].LocationID != "STORE" {
+		t.Fatalf("O-2 after a level of A at STORE: %v", allocView(a))
+	}
+	f.mustImport(ImportSuppliers, `{"suppliers":[{"externalId":"S1"}]}`)
+	f.mustImport(ImportPurchaseOrders, `{"purchaseOrders":[{"externalPoNumber":"PO-1","supplierId":"S1","destinationLocationId":"WH",
+		"expectedAt":"2026-11-10T00:00:00Z","lines":[{"skuId":"A","quantity":4,"unitCost":1}]}]}`)
+	if a := order("O-3"); a.Status != AllocBackordered || len(a.Lines[0].Backorders) != 1 || a.Lines[0].Backorders[0].LocationID != "WH" {
+		t.Fatalf("O-3 after a purchase order of A to WH: %v", allocView(a))
+	}
+	f.checkLedger()
+	f.apply([]Record{Del(KindInventory, InventoryKey("A", "STORE"))}) // a level that goes
+	if got := f.st.world().Sources("A", "DC"); len(got) != 2 || got[0].LocationID == "STORE" || got[1].LocationID == "STORE" {
+		t.Fatalf("sources of A after its level at STORE went: %+v", got)
+	}
+}

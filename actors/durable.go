@@ -449,6 +449,7 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 		}
 		d.durableSeq.Store(seq)
 		done(nil)
+		supplyplan.RecycleEntry(payload) // the journal no longer reads it (Journal.Append)
 	})
 	d.sinceSnap++
 	d.bytesSince += len(payload)

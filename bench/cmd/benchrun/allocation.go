@@ -64,7 +64,7 @@ func benchAllocation(_ context.Context, e *env) (section, error) {
 		bodies = append(bodies, b)
 	}
 	_, hwmBefore := memOf(svc.cmd.Process.Pid)
-	profile("allocation-import")
+	profiled := profile("allocation-import")
 	cpu0 := cpuOf(svc.cmd.Process.Pid)
 	start := time.Now()
 	var ids []string
@@ -81,6 +81,7 @@ func benchAllocation(_ context.Context, e *env) (section, error) {
 	took := time.Since(start)
 	cpu := cpuOf(svc.cmd.Process.Pid) - cpu0
 	rss, hwm := memOf(svc.cmd.Process.Pid)
+	profiled()
 
 	// What the service decided.
 	auth := map[string]string{"Authorization": "Bearer " + creds.Keys["VIEWER"]}

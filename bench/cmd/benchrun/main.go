@@ -568,22 +568,28 @@ func load(args []string) {
 	fmt.Println(r.row(*method+" "+*url), err)
 }
 
-// profile fetches a CPU profile of the service under test into /tmp/<name>.prof when BENCH_PROFILE
-// names its debug address (run the service with --debug-addr through -service-args), over
-// BENCH_PROFILE_SECONDS (default 2).
-func profile(name string) {
+// profile fetches a CPU profile of the service under test into /tmp/<name>.prof, and the
+// allocations made over the same time into /tmp/<name>.allocs.prof, when BENCH_PROFILE names its
+// operations address (run the service with --ops-addr through -service-args), over
+// BENCH_PROFILE_SECONDS (default 2). The returned function waits for both (a section that
+// stops its service right after the measured work calls it first).
+func profile(name string) (wait func()) {
 	addr := os.Getenv("BENCH_PROFILE")
 	if addr == "" {
-		return
+		return func() {}
 	}
 	secs := os.Getenv("BENCH_PROFILE_SECONDS")
 	if secs == "" {
 		secs = "2"
 	}
-	go func() {
-		st, b, err := call("GET", "http://"+addr+"/debug/pprof/profile?seconds="+secs, nil, nil)
-		if err == nil && st == 200 {
-			_ = os.WriteFile("/tmp/"+name+".prof", b, 0o644)
-		}
-	}()
+	var wg sync.WaitGroup
+	for _, p := range []struct{ path, file string }{{"profile", name + ".prof"}, {"allocs", name + ".allocs.prof"}} {
+		wg.Go(func() {
+			st, b, err := call("GET", "http://"+addr+"/debug/pprof/"+p.path+"?seconds="+secs, nil, nil)
+			if err == nil && st == 200 {
+				_ = os.WriteFile("/tmp/"+p.file, b, 0o644)
+			}
+		})
+	}
+	return wg.Wait
 }
