@@ -127,3 +127,25 @@ func TestSafetyStockPolicy(t *testing.T) {
 		}
 	}
 }
+
+// Reads of a tenant run in parallel under the actor's read lock; each may build the derived
+// receipt index and store it. With -race this fails if the cache is a plain field.
+func TestReceiptIndexParallelReads(t *testing.T) {
+	s := NewTenantState("org")
+	done := make(chan *receiptIndex, 8)
+	for range 8 {
+		go func() { done <- s.receiptsIndex() }()
+	}
+	for range 8 {
+		if x := <-done; x == nil {
+			t.Fatal("no index")
+		}
+	}
+	s.SetAllocationSettings(AllocationSettings{TransferLeadTimeDays: 3})
+	if s.receipts.p.Load() != nil {
+		t.Fatal("a settings change keeps the old index")
+	}
+	if x := s.receiptsIndex(); x.leadDays != 3 {
+		t.Fatalf("lead days %v", x.leadDays)
+	}
+}

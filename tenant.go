@@ -39,7 +39,8 @@ type TenantState struct {
 	allocation AllocationSettings
 	// receipts is the derived index of stock on its way, by (product, location); nil until a read
 	// needs it and after a purchase order, supplier or transfer changed (tenant_allocation.go).
-	receipts *receiptIndex
+	// Atomic: reads that run in parallel (under the actor's read lock) may each build and store it.
+	receipts *receiptCache
 	// sources remembers the locations each sku may be sourced from across allocations (derived,
 	// tenant_allocation.go); dropped with receipts and when a location or a level comes or goes.
 	sources *sourcesMemo
@@ -62,7 +63,7 @@ func (s *TenantState) init() {
 	s.ToolAuditState.init()
 	s.AllocationState.init()
 	s.LoopEffectsState.init()
-	s.receipts = nil
+	s.receipts = &receiptCache{}
 	s.sources = &sourcesMemo{}
 }
 
@@ -92,7 +93,7 @@ func (s *TenantState) Apply(r Record) error {
 	case KindProduct, KindLocation, KindInventory, KindSupplier, KindPurchaseOrder, KindOrder:
 		switch r.Kind {
 		case KindPurchaseOrder, KindSupplier:
-			s.receipts = nil
+			s.receipts.p.Store(nil)
 			s.sources.reset()
 		case KindLocation:
 			s.sources.reset()
@@ -114,7 +115,7 @@ func (s *TenantState) Apply(r Record) error {
 		return s.ImportsState.Apply(r)
 	case KindTransfer, KindRecommendation:
 		if r.Kind == KindTransfer {
-			s.receipts = nil
+			s.receipts.p.Store(nil)
 			s.sources.reset()
 		}
 		return s.TransfersState.Apply(r)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,7 +43,7 @@ type AllocationSettings struct {
 // SetAllocationSettings sets the settings allocation and ATP use in this state.
 func (s *TenantState) SetAllocationSettings(set AllocationSettings) {
 	s.allocation = set
-	s.receipts = nil
+	s.receipts.p.Store(nil)
 	s.sources.reset()
 }
 
@@ -71,12 +72,16 @@ type receiptIndex struct {
 	byKey    map[stockKey][]Receipt
 }
 
+// receiptCache holds the derived receipt index. Reads of the state run in parallel under the
+// actor's read lock, and each may build the index and store it: hence the atomic pointer.
+type receiptCache struct{ p atomic.Pointer[receiptIndex] }
+
 // receiptsIndex returns the receipt index, building it when a purchase order, supplier or transfer
 // changed since (a derived cache of the actor's state).
 func (s *TenantState) receiptsIndex() *receiptIndex {
 	lead := s.transferLead()
-	if s.receipts != nil && s.receipts.leadDays == lead {
-		return s.receipts
+	if x := s.receipts.p.Load(); x != nil && x.leadDays == lead {
+		return x
 	}
 	x := &receiptIndex{leadDays: lead, byKey: make(map[stockKey][]Receipt, len(s.PurchaseOrders)+len(s.Transfers))} // about a key each
 	for _, po := range s.PurchaseOrders {
@@ -103,7 +108,7 @@ func (s *TenantState) receiptsIndex() *receiptIndex {
 		x.byKey[k] = append(x.byKey[k], Receipt{At: shipped.Add(time.Duration(lead * float64(24*time.Hour))), Quantity: t.Quantity,
 			Ref: "transfer:" + t.ID})
 	}
-	s.receipts = x
+	s.receipts.p.Store(x)
 	return x
 }
 
