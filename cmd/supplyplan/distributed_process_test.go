@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,44 +21,8 @@ import (
 func startDistProc(tb testing.TB, brokers, node string, partitions int) (*proc, string) {
 	tb.Helper()
 	data, addr := tb.TempDir(), freeAddr(tb.(*testing.T))
-	cmd := exec.Command(mustBinary(tb), "serve", "--mode", "distributed", "--kafka-brokers", brokers,
-		"--journal-partitions", fmt.Sprint(partitions), "--node-id", node, "--data", data, "--api-addr", addr,
-		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--loop-catalog-addr", "127.0.0.1:0",
-		"--loop-runtime-addr", "127.0.0.1:0", "--console-addr", "", "--log-level", "error")
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	p := &proc{cmd: cmd, exit: make(chan error, 1)}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "listening api ") {
-				close(ready)
-			}
-		}
-	}()
-	go func() { p.exit <- cmd.Wait() }()
-	tb.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		select {
-		case <-p.exit:
-		case <-time.After(10 * time.Second):
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-p.exit:
-		tb.Fatalf("%s exited before it was ready: %v", node, err)
-	case <-time.After(60 * time.Second):
-		tb.Fatalf("%s not ready after 60s", node)
-	}
-	p.URL = "http://" + addr
+	p := launchProc(tb, "--mode", "distributed", "--kafka-brokers", brokers, "--journal-partitions", fmt.Sprint(partitions),
+		"--node-id", node, "--data", data, "--api-addr", addr, "--console-addr", "", "--log-level", "error")
 	return p, data
 }
 

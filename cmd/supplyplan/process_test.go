@@ -56,9 +56,19 @@ type proc struct {
 
 func startProc(tb testing.TB, dataDir string, extra ...string) *proc {
 	tb.Helper()
-	args := append([]string{"serve", "--data", dataDir, "--api-addr", "127.0.0.1:0",
-		"--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0", "--loop-catalog-addr", "127.0.0.1:0", "--loop-runtime-addr", "127.0.0.1:0", "--console-addr", "127.0.0.1:0",
-		"--log-level", "warn"}, extra...)
+	p := launchProc(tb, append([]string{"--data", dataDir, "--api-addr", "127.0.0.1:0", "--console-addr", "127.0.0.1:0",
+		"--log-level", "warn"}, extra...)...)
+	p.Creds = mustReadCreds(tb, dataDir)
+	return p
+}
+
+// launchProc runs `supplyplan serve` with args (after the other listeners on free ports; a later
+// flag overrides an earlier one) and waits until its API, tool service and loop catalog listen. The
+// process is killed, and waited for, when the test ends.
+func launchProc(tb testing.TB, args ...string) *proc {
+	tb.Helper()
+	args = append([]string{"serve", "--registry-addr", "127.0.0.1:0", "--tools-addr", "127.0.0.1:0",
+		"--loop-catalog-addr", "127.0.0.1:0", "--loop-runtime-addr", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(mustBinary(tb), args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
@@ -78,8 +88,14 @@ func startProc(tb testing.TB, dataDir string, extra ...string) *proc {
 		close(lines)
 	}()
 	go func() { p.exit <- cmd.Wait() }()
-	tb.Cleanup(func() { _ = cmd.Process.Kill() })
-	deadline := time.After(30 * time.Second)
+	tb.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		select {
+		case <-p.exit:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	deadline := time.After(60 * time.Second)
 	for p.URL == "" || p.Tools == "" || p.Loops == "" {
 		select {
 		case l, ok := <-lines:
@@ -96,14 +112,13 @@ func startProc(tb testing.TB, dataDir string, extra ...string) *proc {
 				p.Loops = rest
 			}
 		case <-deadline:
-			tb.Fatal("server not ready after 30s")
+			tb.Fatal("server not ready after 60s")
 		}
 	}
 	go func() {
 		for range lines {
 		}
 	}()
-	p.Creds = mustReadCreds(tb, dataDir)
 	return p
 }
 
