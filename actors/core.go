@@ -389,6 +389,22 @@ func tenantTxSend[T any](ctx context.Context, c *Core, orgID string, fn func(*su
 	return sendQueued(ctx, c.engine, pid, c.queuedTenant, fn)
 }
 
+// tenantPeek reads a tenant's state in its actor, answered at once even when a write applied to
+// the state is still waiting for its fsync: only for reads of data that no write in flight
+// changes (an import job reading its own record while the tenant's previous job's last chunk is
+// being made durable), never for an answer to a client.
+func tenantPeek[T any](ctx context.Context, c *Core, orgID string, fn func(*supplyplan.TenantState) (T, error)) (T, error) {
+	pid, err := c.tenant(orgID)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return sendTx(ctx, c.engine, pid, c.queuedTenant, true, func(st *supplyplan.TenantState) (T, []supplyplan.Record, error) {
+		v, err := fn(st)
+		return v, nil, err
+	})()
+}
+
 // tenantRead runs a read of a tenant's state. It runs on the caller's goroutine under the state's
 // read lock when every write applied to the state is durable (durable.read): no message to the
 // actor, and reads of a tenant run in parallel. Otherwise (the actor is not started or loading, or a

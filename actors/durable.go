@@ -41,6 +41,9 @@ type txMsg[S State] struct {
 	// queued counts the transactions sent to actors of this kind and not yet taken from the
 	// mailbox (the actor mailbox depth metric); nil: not counted.
 	queued *atomic.Int64
+	// dirty: a transaction writing nothing is answered at once, even when a write it may see is
+	// not durable yet (peek). Only for a caller that reads what no write in flight changes.
+	dirty bool
 }
 
 // respond answers the transaction (exactly once) and tells its claim the outcome is known.
@@ -333,7 +336,7 @@ func (d *durable[S]) run(m txMsg[S]) {
 	}
 	v, recs, err := m.fn(d.state)
 	if err != nil || len(recs) == 0 {
-		if err == nil && d.durableSeq.Load() < d.seq {
+		if err == nil && !m.dirty && d.durableSeq.Load() < d.seq {
 			// A read must not see a write that is not durable yet: answer after the next commit.
 			stream := d.stream
 			d.journal.Barrier(stream, func(jerr error) {
@@ -541,6 +544,11 @@ func askQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.
 // sendQueued sends fn to the actor at pid and returns at once; wait waits for its reply or ctx's
 // end. Transactions sent one after the other from one goroutine run in that order.
 func sendQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
+	return sendTx(ctx, e, pid, queued, false, fn)
+}
+
+// sendTx is sendQueued; dirty marks a read answered without waiting for writes in flight (txMsg).
+func sendTx[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, dirty bool, fn func(S) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
 	reply := make(chan txReply, 1)
 	claim := supplyplan.IdempotencyOf(ctx)
 	if claim != nil {
@@ -549,7 +557,7 @@ func sendQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor
 	if queued != nil {
 		queued.Add(1)
 	}
-	e.Send(pid, txMsg[S]{reply: reply, claim: claim, queued: queued, fn: func(s S) (any, []supplyplan.Record, error) {
+	e.Send(pid, txMsg[S]{reply: reply, claim: claim, queued: queued, dirty: dirty, fn: func(s S) (any, []supplyplan.Record, error) {
 		v, recs, err := fn(s)
 		return v, recs, err
 	}})

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -29,8 +30,8 @@ type ImportConfig struct {
 	// DemandChunkSize is the chunk of demand-history imports, written to the demand store in one
 	// batch (default 50000: ClickHouse wants large inserts).
 	DemandChunkSize int
-	// Workers bounds the jobs running at once across tenants (default 2); a tenant's jobs run one
-	// after another in submission order.
+	// Workers bounds the jobs running at once across tenants (default 2); a tenant's jobs write in
+	// submission order, one after another except where startNextLocked lets two overlap.
 	Workers int
 }
 
@@ -128,6 +129,10 @@ type runningJob struct {
 	queuedJob
 	committed chan struct{}
 	once      sync.Once
+	// sent (under the manager's mu) is set once an entity job has sent its last chunk's
+	// transaction to the tenant actor: the tenant's next entity job may then send its own, queued
+	// behind it, while this one waits for its last write to be durable.
+	sent bool
 }
 
 func (r *runningJob) commit() { r.once.Do(func() { close(r.committed) }) }
@@ -143,8 +148,12 @@ func (m *importManager) enqueue(orgID, jobID string, kind supplyplan.ImportKind)
 }
 
 // startNextLocked starts the tenant's next job when nothing runs, or, when a demand-history job runs
-// and the next is one too, starts it alongside (demand jobs do not change what resolves rows).
+// and the next is one too, starts it alongside (demand jobs do not change what resolves rows), or,
+// when an entity job has sent all its chunks and the next is an entity job too, starts it
+// alongside: its transactions reach the tenant actor after the running job's (the actor applies
+// them in that order), so only the running job's wait for its last durable write overlaps.
 func (m *importManager) startNextLocked(orgID string) {
+	defer m.decodeAheadLocked(orgID)
 	for len(m.queues[orgID]) > 0 && !m.closed {
 		next, running := m.queues[orgID][0], m.running[orgID]
 		var prev *runningJob
@@ -152,15 +161,12 @@ func (m *importManager) startNextLocked(orgID string) {
 		case len(running) == 0:
 		case len(running) == 1 && running[0].kind == supplyplan.ImportDemandHistory && next.kind == supplyplan.ImportDemandHistory:
 			prev = running[0]
+		case len(running) == 1 && running[0].sent && next.kind != supplyplan.ImportDemandHistory:
+			prev = running[0]
 		default:
 			return
 		}
 		m.queues[orgID] = m.queues[orgID][1:]
-		if q := m.queues[orgID]; len(q) > 0 { // the job now next in line decodes ahead
-			if rows, ok := m.split[q[0].id]; ok && m.decoders[q[0].id] == nil {
-				m.decoders[q[0].id] = startDecode(q[0].kind, rows, 0, m.chunkOf(q[0].kind))
-			}
-		}
 		rj := &runningJob{queuedJob: next, committed: make(chan struct{})}
 		m.running[orgID] = append(running, rj)
 		m.wg.Add(1)
@@ -171,6 +177,28 @@ func (m *importManager) startNextLocked(orgID string) {
 		m.core.engine.Spawn(func() actor.Receiver { return &importJobActor{m: m, orgID: orgID, job: rj, after: after} },
 			"import", actor.WithID(next.id), actor.WithMaxRestarts(1<<30))
 	}
+}
+
+// decodeAheadLocked starts decoding the tenant's job next in line (its first chunks), so that it
+// can send them as soon as it starts.
+func (m *importManager) decodeAheadLocked(orgID string) {
+	if q := m.queues[orgID]; len(q) > 0 && !m.closed {
+		if rows, ok := m.split[q[0].id]; ok && m.decoders[q[0].id] == nil {
+			m.decoders[q[0].id] = startDecode(q[0].kind, rows, 0, m.chunkOf(q[0].kind))
+		}
+	}
+}
+
+// allSent records that an entity job sent its last chunk, and starts the tenant's next job if it
+// may run alongside.
+func (m *importManager) allSent(orgID string, rj *runningJob) {
+	if rj.kind == supplyplan.ImportDemandHistory {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rj.sent = true
+	m.startNextLocked(orgID)
 }
 
 // busy reports whether the tenant has import jobs queued or running.
@@ -319,7 +347,11 @@ func (m *importManager) job(ctx context.Context, orgID, jobID string) (supplypla
 }
 
 func (m *importManager) runJob(ctx context.Context, orgID, jobID string, rj *runningJob, after <-chan struct{}) error {
-	job, err := m.job(ctx, orgID, jobID)
+	// The job's own record: only this runner changes it once the job runs, so it needs no wait for
+	// the tenant's writes in flight (the previous job's last chunk, when this one started alongside).
+	job, err := tenantPeek(ctx, m.core, orgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, error) {
+		return st.GetImportJob(jobID)
+	})
 	if err != nil {
 		return err
 	}
@@ -368,15 +400,18 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string, rj *run
 			continue
 		}
 		next := m.sendChunk(ctx, orgID, jobID, c)
+		if c.end == len(rows) {
+			m.allSent(orgID, rj)
+		}
 		if inflight != nil {
-			if final, err = m.awaitChunk(ctx, orgID, jobID, inflight); err != nil {
+			if final, err = m.awaitChunk(ctx, orgID, jobID, inflight, after); err != nil {
 				return err
 			}
 		}
 		inflight = next
 	}
 	if inflight != nil {
-		if final, err = m.awaitChunk(ctx, orgID, jobID, inflight); err != nil {
+		if final, err = m.awaitChunk(ctx, orgID, jobID, inflight, after); err != nil {
 			return err
 		}
 	}
@@ -528,11 +563,20 @@ func (m *importManager) sendChunk(ctx context.Context, orgID, jobID string, c de
 // awaitChunk waits for a sent chunk to be durable. When its transaction failed (or found the
 // chunk before it not applied) it is written again, with retries, as entityChunk does: chunks are
 // applied in order, and the job's progress says which ones are.
-func (m *importManager) awaitChunk(ctx context.Context, orgID, jobID string, p *pendingChunk) (supplyplan.ImportJob, error) {
+// A chunk whose write failed is written again, after the previous job's (after: its last chunk
+// failed too, the one this chunk was applied on, and must be written first).
+func (m *importManager) awaitChunk(ctx context.Context, orgID, jobID string, p *pendingChunk, after <-chan struct{}) (supplyplan.ImportJob, error) {
 	r, err := p.wait()
 	if err != nil {
 		if ctx.Err() != nil {
 			return r.job, ctx.Err()
+		}
+		if after != nil {
+			select {
+			case <-after:
+			case <-ctx.Done():
+				return r.job, ctx.Err()
+			}
 		}
 		return m.entityChunk(ctx, orgID, jobID, p.c)
 	}
@@ -810,32 +854,57 @@ func (s *Imports) SubmitImport(ctx context.Context, p supplyplan.Principal, kind
 	if err := writeFileSync(path, body); err != nil {
 		return supplyplan.ImportJob{}, fmt.Errorf("store import body: %w", err)
 	}
-	now := supplyplan.Now()
-	job, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
-		j := supplyplan.ImportJob{JobID: jobID, Kind: kind, Status: supplyplan.JobPending, RowCount: rowCount,
-			Errors: []supplyplan.RowError{}, CreatedAt: now, KeyID: p.KeyID}
-		return j, []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j)}, nil
-	})
-	if err != nil {
-		_ = os.Remove(path)
-		return job, err
-	}
-	m.mu.Lock()
 	// Keep the body and start decoding it while the jobs queued before run, within a bound: a
 	// client queueing many jobs must not hold their bodies in memory (they are on disk, and a job
 	// whose body was not kept reads it back when it starts).
-	if m.retained+int64(len(body)) <= maxRetainedBodies || len(m.bodies) == 0 {
+	m.mu.Lock()
+	kept := m.retained+int64(len(body)) <= maxRetainedBodies || len(m.bodies) == 0
+	if kept {
 		m.retained += int64(len(body))
 		m.bodies[jobID] = body
 		m.split[jobID] = rows
-		if len(m.queues[p.OrgID]) == 0 { // it runs now or next
+		if len(m.queues[p.OrgID]) == 0 && len(m.running[p.OrgID]) == 0 { // it runs now or next
 			m.decoders[jobID] = startDecode(kind, rows, 0, m.chunkOf(kind))
 		}
 	}
 	m.mu.Unlock()
+	now := supplyplan.Now()
+	var enqueued atomic.Bool // set on the actor's goroutine
+	job, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ImportJob, []supplyplan.Record, error) {
+		j := supplyplan.ImportJob{JobID: jobID, Kind: kind, Status: supplyplan.JobPending, RowCount: rowCount,
+			Errors: []supplyplan.RowError{}, CreatedAt: now, KeyID: p.KeyID}
+		// The job is queued as its record is written, not once that is durable: everything it
+		// sends this actor comes after this transaction (applied first, journaled after it, and
+		// failing with it: the journal fails the entries after a failed one). So a tenant's next
+		// job does not wait for the fsync of a write queued behind the running job's chunks.
+		m.enqueue(p.OrgID, jobID, kind)
+		enqueued.Store(true)
+		return j, []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j)}, nil
+	})
+	if err != nil {
+		if !enqueued.Load() { // never queued: nothing reads the body (a queued job whose record is missing ends alone)
+			m.forget(jobID)
+			_ = os.Remove(path)
+		}
+		return job, err
+	}
 	s.core.metrics.ImportSubmitted()
-	m.enqueue(p.OrgID, jobID, kind)
 	return job, nil
+}
+
+// forget drops what the manager keeps of a job that was never queued.
+func (m *importManager) forget(jobID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.bodies[jobID]; ok {
+		m.retained -= int64(len(m.bodies[jobID]))
+		delete(m.bodies, jobID)
+	}
+	delete(m.split, jobID)
+	if d := m.decoders[jobID]; d != nil {
+		d.cancel()
+		delete(m.decoders, jobID)
+	}
 }
 
 // DryRunImport validates rows against the tenant's current data and writes nothing.

@@ -335,3 +335,126 @@ func TestImportChunkWriteFailsMidJob(t *testing.T) {
 	s.close(t)
 	check("replayed", products(newServices(t, options{dir: dir, journal: j, imports: ImportConfig{ChunkSize: 10}})))
 }
+
+// A tenant's next import job starts once the running one has sent its last chunk: its record and
+// first chunk are applied and journaled while the running job's writes still wait for their
+// fsync (held here), in submission order; once the writes complete both jobs end with every row
+// once, as does a replay of the journal, and the second job's values win (it ran after).
+func TestImportNextJobStartsBehindTheLastWrite(t *testing.T) {
+	j := newMemJournal()
+	dir := t.TempDir()
+	s := newServices(t, options{dir: dir, journal: j, imports: ImportConfig{ChunkSize: 10}})
+	p := s.bootstrap(t)
+	rowsOf := func(name string) []string {
+		rows := make([]string, 20)
+		for i := range rows {
+			rows[i] = fmt.Sprintf(`{"externalId":"P-%03d","name":"%s %d"}`, i, name, i)
+		}
+		return rows
+	}
+	j.set(func(j *memJournal) { j.hold = true })
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			j.release()
+		}
+	})
+	type result struct {
+		job supplyplan.ImportJob
+		err error
+	}
+	start := func(name string) chan result {
+		kind := supplyplan.ImportCatalog
+		body := []byte(`{"` + kind.ArrayKey() + `":[` + strings.Join(rowsOf(name), ",") + `]}`)
+		raw, err := importjson.SplitBody(kind, body, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := make(chan result, 1)
+		go func() {
+			job, err := s.imports.SubmitImport(context.Background(), p, kind, body, raw)
+			ch <- result{job, err}
+		}()
+		return ch
+	}
+	journaled := func(what string) int { // entries of the tenant's stream holding what
+		n := 0
+		j.set(func(j *memJournal) {
+			for name, st := range j.streams {
+				if !strings.HasPrefix(name, "tenant") {
+					continue
+				}
+				for _, e := range st.entries {
+					if strings.Contains(string(e), what) {
+						n++
+					}
+				}
+			}
+		})
+		return n
+	}
+	first := start("first")
+	wait.Eventually(t, 10*time.Second, func() error {
+		if n := journaled(`first 19`); n == 0 {
+			return fmt.Errorf("the first job's last chunk is not journaled yet")
+		}
+		return nil
+	})
+	second := start("second")
+	wait.Eventually(t, 10*time.Second, func() error {
+		if n := journaled(`second 0"`); n == 0 {
+			return fmt.Errorf("the second job's first chunk is not journaled while the first job's writes wait")
+		}
+		return nil
+	})
+	j.release()
+	released = true
+	jobs := []supplyplan.ImportJob{}
+	for _, ch := range []chan result{first, second} {
+		r := <-ch
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		jobs = append(jobs, r.job)
+	}
+	ctx := context.Background()
+	for _, job := range jobs {
+		wait.Eventually(t, 10*time.Second, func() error {
+			got, err := s.imports.GetImportJob(ctx, p, job.JobID)
+			if err != nil {
+				return err
+			}
+			if got.Status != supplyplan.JobCompleted || got.AppliedCount != 20 || got.FailedCount != 0 {
+				return fmt.Errorf("job %+v", got)
+			}
+			return nil
+		})
+	}
+	names := func(s *services) map[string]string {
+		m, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (map[string]string, []supplyplan.Record, error) {
+			m := map[string]string{}
+			for _, pr := range st.Products {
+				m[pr.ExternalID] = pr.Name
+			}
+			return m, nil, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	check := func(what string, got map[string]string) {
+		t.Helper()
+		if len(got) != 20 {
+			t.Fatalf("%s: %d products, want 20", what, len(got))
+		}
+		for i := range 20 {
+			if id, want := fmt.Sprintf("P-%03d", i), fmt.Sprintf("second %d", i); got[id] != want {
+				t.Fatalf("%s: %s named %q, want %q", what, id, got[id], want)
+			}
+		}
+	}
+	check("live", names(s))
+	s.close(t)
+	check("replayed", names(newServices(t, options{dir: dir, journal: j, imports: ImportConfig{ChunkSize: 10}})))
+}

@@ -305,7 +305,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AllocationCommitOnAllocate, "allocation-commit-on-allocate", c.AllocationCommitOnAllocate, "create reservations COMMITTED (no expiry) instead of HELD (SUPPLYPLAN_ALLOCATION_COMMIT_ON_ALLOCATE)")
 	fs.Float64Var(&c.AllocationSafetyShare, "allocation-safety-stock-share", c.AllocationSafetyShare, "part of each level's reorder point allocation may not promise, 0 to 1 (SUPPLYPLAN_ALLOCATION_SAFETY_STOCK_SHARE)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
-	fs.IntVar(&c.GCHeadroomPct, "gc-headroom-pct", c.GCHeadroomPct, "how far (percent of the live heap, plus 64 MiB) the heap may grow between garbage collections; 0 leaves Go's default (GOGC=100: it doubles); ignored when GOGC or GOMEMLIMIT is set (SUPPLYPLAN_GC_HEADROOM_PCT)")
+	fs.IntVar(&c.GCHeadroomPct, "gc-headroom-pct", c.GCHeadroomPct, "how far (percent of the live heap, at least 256 MiB) the heap may grow between garbage collections; 0 leaves Go's default (GOGC=100: it doubles); ignored when GOGC or GOMEMLIMIT is set (SUPPLYPLAN_GC_HEADROOM_PCT)")
 	fs.IntVar(&c.ForecastCacheMB, "forecast-cache-mb", c.ForecastCacheMB, "MiB of computed forecasts kept for reuse across tenants, least recently used out first (SUPPLYPLAN_FORECAST_CACHE_MB)")
 	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
 	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")

@@ -11,7 +11,7 @@ import (
 )
 
 // After a collection, the soft memory limit lets the heap grow by the headroom past the live data
-// (not double it), and stopping gives the runtime its default back.
+// (a percentage of it, at least headroomFloor; not double it), and stopping gives the runtime its default back.
 func TestGCHeadroom(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT is set: the headroom stays off by design")
@@ -20,20 +20,27 @@ func TestGCHeadroom(t *testing.T) {
 	for i := range live {
 		live[i] = byte(i)
 	}
-	stop := gcHeadroom(50)
-	runtime.GC()
-	eventually(t, 10*time.Second, func() error {
-		limit := debug.SetMemoryLimit(-1)
-		lo, hi := int64(len(live))*3/2+64<<20, int64(len(live))*3/2+64<<20+96<<20
-		if limit < lo || limit > hi {
-			runtime.GC()
-			return fmt.Errorf("memory limit %d MiB, want between %d and %d MiB", limit>>20, lo>>20, hi>>20)
+	// 50 % of 128 MiB is below the floor: the floor counts; 300 % is above it: the percentage counts.
+	for _, c := range []struct {
+		pct      int
+		headroom int64
+	}{{50, headroomFloor}, {300, int64(len(live)) * 3}} {
+		stop := gcHeadroom(c.pct)
+		runtime.GC()
+		eventually(t, 10*time.Second, func() error {
+			limit := debug.SetMemoryLimit(-1)
+			lo := int64(len(live)) + c.headroom
+			hi := lo + 96<<20
+			if limit < lo || limit > hi {
+				runtime.GC()
+				return fmt.Errorf("pct %d: memory limit %d MiB, want between %d and %d MiB", c.pct, limit>>20, lo>>20, hi>>20)
+			}
+			return nil
+		})
+		stop()
+		if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+			t.Errorf("memory limit after stop = %d, want none", limit)
 		}
-		return nil
-	})
-	stop()
-	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
-		t.Errorf("memory limit after stop = %d, want none", limit)
 	}
 	runtime.KeepAlive(live)
 	if gcHeadroom(0)(); debug.SetMemoryLimit(-1) != math.MaxInt64 {

@@ -20,13 +20,24 @@ import (
 
 // submit posts one import body and returns its job id.
 func submit(svc *service, key, kind string, body []byte) (string, error) {
-	st, b, err := call("POST", svc.URL+"/api/import/"+kind, map[string]string{"x-api-key": key}, body)
-	if err != nil || st != 202 {
-		return "", fmt.Errorf("import %s: %d %s %v", kind, st, truncate(b), err)
+	// One Idempotency-Key for every attempt: a request answered 503 (its deadline passed while the
+	// tenant was busy, e.g. on a loaded machine) may still have been accepted, and its retry then
+	// replays that job instead of submitting the body twice; 409 means it is still running.
+	headers := map[string]string{"x-api-key": key, "Idempotency-Key": fmt.Sprintf("bench-submit-%d-%d", os.Getpid(), callSeq.Add(1))}
+	for attempt := 1; ; attempt++ {
+		st, b, err := call("POST", svc.URL+"/api/import/"+kind, headers, body)
+		if err == nil && (st == 503 || st == 409) && attempt < 30 {
+			fmt.Fprintf(os.Stderr, "import %s: %d (attempt %d), retrying with the same Idempotency-Key: %s\n", kind, st, attempt, truncate(b))
+			time.Sleep(time.Second)
+			continue
+		}
+		if err != nil || st != 202 {
+			return "", fmt.Errorf("import %s: %d %s %v", kind, st, truncate(b), err)
+		}
+		var acc struct{ JobID string }
+		_ = json.Unmarshal(b, &acc)
+		return acc.JobID, nil
 	}
-	var acc struct{ JobID string }
-	_ = json.Unmarshal(b, &acc)
-	return acc.JobID, nil
 }
 
 // waitJobs polls until every job is finished and checks that none rejected a row.

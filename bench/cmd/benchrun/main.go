@@ -571,8 +571,9 @@ func load(args []string) {
 // profile fetches a CPU profile of the service under test into /tmp/<name>.prof, and the
 // allocations made over the same time into /tmp/<name>.allocs.prof, when BENCH_PROFILE names its
 // operations address (run the service with --ops-addr through -service-args), over
-// BENCH_PROFILE_SECONDS (default 2). The returned function waits for both (a section that
-// stops its service right after the measured work calls it first).
+// BENCH_PROFILE_SECONDS (default 2); with BENCH_TRACE=1 also an execution trace into
+// /tmp/<name>.trace (go tool trace). The returned function waits for them (a section that stops
+// its service right after the measured work calls it first).
 func profile(name string) (wait func()) {
 	addr := os.Getenv("BENCH_PROFILE")
 	if addr == "" {
@@ -583,7 +584,11 @@ func profile(name string) (wait func()) {
 		secs = "2"
 	}
 	var wg sync.WaitGroup
-	for _, p := range []struct{ path, file string }{{"profile", name + ".prof"}, {"allocs", name + ".allocs.prof"}} {
+	kinds := []struct{ path, file string }{{"profile", name + ".prof"}, {"allocs", name + ".allocs.prof"}}
+	if os.Getenv("BENCH_TRACE") == "1" {
+		kinds = append(kinds, struct{ path, file string }{"trace", name + ".trace"})
+	}
+	for _, p := range kinds {
 		wg.Go(func() {
 			st, b, err := call("GET", "http://"+addr+"/debug/pprof/"+p.path+"?seconds="+secs, nil, nil)
 			if err == nil && st == 200 {
