@@ -69,7 +69,8 @@ func (a *entryAssembler) add(r *kgo.Record, h journalHeaders) ([]byte, bool, err
 			return r.Value, true, nil
 		}
 		a.active, a.seq, a.n, a.next = true, h.seq, h.parts, 1
-		a.buf = append(make([]byte, 0, len(r.Value)*h.parts), r.Value...)
+		// Sized for the whole entry, within reason: the header is data, not a promise.
+		a.buf = append(make([]byte, 0, len(r.Value)*min(h.parts, 64)), r.Value...)
 		return nil, false, nil
 	}
 	if !a.active || h.seq != a.seq || h.parts != a.n || h.part != a.next {
