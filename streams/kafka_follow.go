@@ -164,6 +164,7 @@ func (j *KafkaJournal) Follow(ctx context.Context, stream string, onSnapshot fun
 		}
 	}
 	signal(from)
+	var asm entryAssembler
 	for {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -196,7 +197,15 @@ func (j *KafkaJournal) Follow(ctx context.Context, stream string, onSnapshot fun
 				ferr = fmt.Errorf("journal record at %d: entry %d of %s after %d", r.Offset, h.seq, stream, last)
 				return
 			}
-			if err := onEntry(h.seq, r.Value); err != nil {
+			payload, whole, err := asm.add(r, h)
+			if err != nil {
+				ferr = err
+				return
+			}
+			if !whole {
+				return
+			}
+			if err := onEntry(h.seq, payload); err != nil {
 				ferr = err
 				return
 			}

@@ -70,6 +70,10 @@ type KafkaJournalConfig struct {
 	MaxBatch int
 	// QueueLen bounds the requests waiting per partition; Append blocks beyond it [16384].
 	QueueLen int
+	// EntryChunk is the largest journal record value [DefaultEntryChunk, 512 KiB]: a larger
+	// entry is written as ordered part records in one transaction (kafka_entry.go). Keep it
+	// under the brokers' message.max.bytes.
+	EntryChunk int
 	// SnapshotChunk is the largest snapshot chunk record [512 KiB]; keep it under the brokers'
 	// message.max.bytes.
 	SnapshotChunk int
@@ -144,6 +148,9 @@ func (j *KafkaJournal) Open() error {
 	}
 	if c.QueueLen <= 0 {
 		c.QueueLen = 16384
+	}
+	if c.EntryChunk <= 0 {
+		c.EntryChunk = DefaultEntryChunk
 	}
 	if c.SnapshotChunk <= 0 {
 		c.SnapshotChunk = 512 << 10
@@ -378,6 +385,7 @@ func (j *KafkaJournal) Load(stream string, onSnapshot func(seq uint64, data []by
 		res.SnapshotSeq, res.LastSeq, from = head.Seq, head.Seq, head.Offset
 	}
 	lastOff, lastEpoch := int64(-1), uint64(0)
+	var asm entryAssembler
 	err = readPartition(ctx, j.cfg.Brokers, j.cfg.Topic, o.p, from, func(r *kgo.Record) error {
 		if r.Attrs.IsControl() || string(r.Key) != stream {
 			return nil
@@ -396,7 +404,11 @@ func (j *KafkaJournal) Load(stream string, onSnapshot func(seq uint64, data []by
 		if h.seq != res.LastSeq+1 {
 			return fmt.Errorf("journal record at %d: entry %d of %s after %d", r.Offset, h.seq, stream, res.LastSeq)
 		}
-		if err := onEntry(h.seq, r.Value); err != nil {
+		payload, whole, err := asm.add(r, h)
+		if err != nil || !whole {
+			return err
+		}
+		if err := onEntry(h.seq, payload); err != nil {
 			return err
 		}
 		res.LastSeq, lastOff = h.seq, r.Offset
@@ -405,6 +417,10 @@ func (j *KafkaJournal) Load(stream string, onSnapshot func(seq uint64, data []by
 	})
 	if err != nil {
 		return res, fmt.Errorf("load %s: %w", stream, err)
+	}
+	if asm.torn > 0 || asm.active {
+		j.log.Warn("kafka journal: split entries without their last part skipped", "stream", stream,
+			"torn", asm.torn, "incomplete_at_end", asm.active)
 	}
 	o.mu.Lock()
 	st := o.stream(stream)
@@ -585,6 +601,9 @@ func listStableOffset(ctx context.Context, cl *kgo.Client, topic string, p int32
 type journalHeaders struct {
 	seq   uint64
 	epoch uint64
+	// part and parts: the record is part part (0-based) of parts of a split entry; parts 0: a
+	// whole entry (kafka_entry.go).
+	part, parts int
 }
 
 func parseJournalHeaders(r *kgo.Record) (journalHeaders, error) {
@@ -599,6 +618,8 @@ func parseJournalHeaders(r *kgo.Record) (journalHeaders, error) {
 		case "epoch":
 			h.epoch, err = strconv.ParseUint(string(hd.Value), 10, 64)
 			haveEpoch = true
+		case partHeader:
+			h.part, h.parts, err = parsePart(hd.Value)
 		case "stream":
 			if string(hd.Value) != string(r.Key) {
 				err = fmt.Errorf("stream header %q differs from key %q", hd.Value, r.Key)

@@ -452,8 +452,9 @@ func TestKafkaJournalSnapshotAfterFailedAppendRefused(t *testing.T) {
 	brokers := MustKafka(t, 1)
 	const stream = "tenant-big"
 	p := HashPartition(stream, 1)
-	a := MustKafkaJournal(t, brokers, 1, "a", []int32{p})
-	if err := appendWait(a, stream, 1, make([]byte, 3<<20)); err == nil {
+	// Parts larger than the broker's 1 MiB limit: the append fails.
+	a := MustKafkaJournal(t, brokers, 1, "a", []int32{p}, func(c *KafkaJournalConfig) { c.EntryChunk = 4 << 20 })
+	if err := appendWait(a, stream, 1, bigEntry(3<<20, 9)); err == nil {
 		t.Fatal("an entry larger than the batch limit was acknowledged")
 	}
 	if err := a.SaveSnapshot(stream, 1, []byte("state with the failed write")); err == nil {

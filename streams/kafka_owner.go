@@ -81,7 +81,7 @@ func (j *KafkaJournal) newOwner(ctx context.Context, p int32) (*partOwner, error
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
 		kgo.MaxBufferedRecords(c.MaxBatch+1024),
-		kgo.ProducerBatchMaxBytes(int32(max(1<<20, c.SnapshotChunk+64<<10))))
+		kgo.ProducerBatchMaxBytes(int32(max(1<<20, c.SnapshotChunk+64<<10, c.EntryChunk+64<<10))))
 	if err != nil {
 		return nil, fmt.Errorf("journal producer for partition %d: %w", p, err)
 	}
@@ -340,11 +340,13 @@ func (o *partOwner) transact(batch []kreq) (err error) {
 	for i, r := range batch {
 		switch r.kind {
 		case reqAppend:
-			rec := &kgo.Record{Topic: c.Topic, Partition: o.p, Key: []byte(r.stream), Value: r.payload,
-				Headers: []kgo.RecordHeader{{Key: "stream", Value: []byte(r.stream)},
-					{Key: "seq", Value: []byte(strconv.FormatUint(r.seq, 10))}, {Key: "epoch", Value: epoch}}}
-			appends[i] = rec
-			produce(rec)
+			// An entry over EntryChunk goes as ordered parts (kafka_entry.go); the last record's
+			// offset is the entry's.
+			recs := entryRecords(c.Topic, o.p, r.stream, r.seq, epoch, r.payload, c.EntryChunk)
+			appends[i] = recs[len(recs)-1]
+			for _, rec := range recs {
+				produce(rec)
+			}
 		case reqSnapshot:
 			if o.stream(r.stream).broken {
 				batch[i].done = failOnce(r.done, fmt.Errorf("snapshot of %s: an append failed since the last load", r.stream))

@@ -29,11 +29,16 @@ type loadSpec struct {
 	Path func(worker, i int) string
 	// Header, when set, adds one header to each request (a fresh token per request).
 	Header func(worker, i int) (name, value string)
+	// Hosts, when set, spreads the workers over these host:port (worker w sends to
+	// Hosts[w%len(Hosts)]) instead of URL's host: several nodes of one deployment.
+	Hosts []string
 }
 
 // loadResult is what a phase measured.
 type loadResult struct {
 	Requests int
+	// Answered counts every request answered, the warm-up's included (for CPU per request).
+	Answered int
 	Errors   int
 	RPS      float64
 	P50, P99 time.Duration
@@ -58,11 +63,18 @@ func runLoad(spec loadSpec) (loadResult, error) {
 	host := strings.TrimPrefix(spec.URL, "http://")
 	host, path, _ := strings.Cut(host, "/")
 	path = "/" + path
-	client := &fasthttp.HostClient{Addr: host, MaxConns: spec.Concurrency * 2, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, MaxIdleConnDuration: time.Minute}
+	hosts := spec.Hosts
+	if len(hosts) == 0 {
+		hosts = []string{host}
+	}
+	clients := make([]*fasthttp.HostClient, len(hosts))
+	for k, h := range hosts {
+		clients[k] = &fasthttp.HostClient{Addr: h, MaxConns: spec.Concurrency * 2, ReadTimeout: 30 * time.Second,
+			WriteTimeout: 30 * time.Second, MaxIdleConnDuration: time.Minute}
+	}
 	var measuring atomic.Bool
 	var stop atomic.Bool
-	var errs atomic.Int64
+	var errs, answered atomic.Int64
 	lat := make([][]time.Duration, spec.Concurrency)
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
@@ -70,6 +82,7 @@ func runLoad(spec loadSpec) (loadResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			client, host := clients[w%len(clients)], hosts[w%len(hosts)]
 			req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(res)
@@ -96,6 +109,9 @@ func runLoad(spec loadSpec) (loadResult, error) {
 				start := time.Now()
 				err := client.Do(req, res)
 				d := time.Since(start)
+				if err == nil {
+					answered.Add(1)
+				}
 				if !measuring.Load() {
 					continue
 				}
@@ -127,7 +143,7 @@ func runLoad(spec loadSpec) (loadResult, error) {
 		all = append(all, l...)
 	}
 	slices.Sort(all)
-	res := loadResult{Requests: len(all), Errors: int(errs.Load())}
+	res := loadResult{Requests: len(all), Answered: int(answered.Load()), Errors: int(errs.Load())}
 	if len(all) == 0 {
 		if e, ok := firstErr.Load().(error); ok {
 			return res, fmt.Errorf("no successful request: %w", e)

@@ -63,6 +63,7 @@ var benches = []struct {
 	{"ops", benchOps},
 	{"loopruntime", benchLoopRuntime},
 	{"console", benchConsole},
+	{"distributed", benchDistributed},
 }
 
 // env is what every benchmark gets.
@@ -238,6 +239,7 @@ type service struct {
 	Name string
 
 	stopping atomic.Bool // Stop was called
+	killed9  atomic.Bool // Kill9 was called: its SIGKILL is the benchmark's, not a death
 	early    atomic.Bool // it had exited before Stop was called
 	killed   atomic.Bool // Stop had to SIGKILL it
 	exited   chan struct{}
@@ -277,6 +279,9 @@ func (s *service) died() string {
 	case <-s.exited:
 	default:
 		return ""
+	}
+	if s.killed9.Load() && signaled(s.exitErr, syscall.SIGKILL) {
+		return "" // killed by the benchmark (a node failure it measures)
 	}
 	if s.stopping.Load() && !s.early.Load() && !s.killed.Load() && (s.exitErr == nil || signaled(s.exitErr, syscall.SIGINT)) {
 		return "" // stopped when asked: a clean exit, or the SIGINT it was sent (the bare baselines do not catch it)
@@ -460,6 +465,14 @@ func (l *lineReader) Text() string { return l.ln }
 
 // rest is the unread remainder of the stream.
 func (l *lineReader) rest() io.Reader { return l.r }
+
+// Kill9 kills the service with SIGKILL (a node failure) and waits for its exit.
+func (s *service) Kill9() {
+	s.killed9.Store(true)
+	s.stopping.Store(true)
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+}
 
 // Stop terminates the service gracefully (SIGINT, then SIGKILL after 30 s).
 func (s *service) Stop() {
