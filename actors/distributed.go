@@ -278,7 +278,7 @@ func (c *Core) stopActors(ctx context.Context, pids []*actor.PID) {
 		go func() {
 			defer wg.Done()
 			done := make(chan struct{})
-			stream := c.mailbox(pid).stream
+			stream := pidStream(pid)
 			// The drain retires the actor: what it takes after is refused (the gate's answer).
 			c.engine.Send(pid, drainMsg{done: done, retire: func() error { return c.refusal(stream) }})
 			select {

@@ -40,26 +40,30 @@ var closedStop = func() chan struct{} {
 	return c
 }()
 
-// goneMailbox is the mailbox of a PID the core no longer knows: its actor stopped. Its stream is
-// told by the PID ("<kind>/<id>", as spawnJournaled names them).
+// goneMailbox is the mailbox of a PID the core no longer knows: its actor stopped.
 func goneMailbox(pid *actor.PID) *mailbox {
-	m := &mailbox{stopped: closedStop}
+	m := &mailbox{stream: pidStream(pid), stopped: closedStop}
 	m.once.Do(func() {})
-	if kind, id, ok := strings.Cut(pid.GetID(), "/"); ok {
-		switch kind {
-		case "tenant":
-			m.stream = tenantStream(id)
-		case "outbound":
-			m.stream = outboundStream(id)
-		case "loops":
-			m.stream = loopStream(id)
-		case "loopruns":
-			m.stream = loopRunsStream(id)
-		case "platform":
-			m.stream = platformStream
-		}
-	}
 	return m
+}
+
+// pidStream is the stream of a journaled actor's PID ("<kind>/<id>", as spawnJournaled names
+// them); "" for another.
+func pidStream(pid *actor.PID) string {
+	kind, id, _ := strings.Cut(pid.GetID(), "/")
+	switch kind {
+	case "tenant":
+		return tenantStream(id)
+	case "outbound":
+		return outboundStream(id)
+	case "loops":
+		return loopStream(id)
+	case "loopruns":
+		return loopRunsStream(id)
+	case "platform":
+		return platformStream
+	}
+	return ""
 }
 
 // mailer sends transactions to actors: the core (which knows its actors' mailboxes) or a bare
@@ -96,7 +100,12 @@ func (c *Core) stoppedMailbox(pid *actor.PID) {
 	}
 }
 
+// mailbox is pid's mailbox; nil in embedded mode, where actors stop only when the core closes,
+// after the transports (no caller is left to answer), which keeps the write path as it was.
 func (c *Core) mailbox(pid *actor.PID) *mailbox {
+	if c.cfg.Gate == nil {
+		return nil
+	}
 	if v, ok := c.mailboxes.Load(pid); ok {
 		return v.(*mailbox)
 	}
