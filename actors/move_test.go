@@ -302,7 +302,13 @@ func TestMoveCarriesState(t *testing.T) {
 // before it recorded the step) is finished by the partition's next owner: the organization ends
 // whole on exactly one partition, served by the destination's owner, and every acknowledged write
 // is there once.
-func TestMoveSurvivesOwnerDeath(t *testing.T) {
+func TestMoveSurvivesOwnerDeath(t *testing.T) { testMoveSurvivesDeath(t, "ready") }
+
+// The same with the destination's owner dying before it copies: the next owner of the destination
+// partition copies and switches.
+func TestMoveSurvivesDestinationDeath(t *testing.T) { testMoveSurvivesDeath(t, "copy") }
+
+func testMoveSurvivesDeath(t *testing.T, at string) {
 	const partitions = 6
 	var (
 		victim  atomic.Pointer[dnode]
@@ -312,7 +318,7 @@ func TestMoveSurvivesOwnerDeath(t *testing.T) {
 	)
 	mc := newMoveCluster(t, partitions, func(n *dnode) {
 		n.mover.BeforeStep = func(step string, _ streams.Move) bool {
-			if step == "ready" && victim.Load() == n {
+			if step == at && victim.Load() == n {
 				once.Do(func() { close(reached) })
 				<-release
 				return false
@@ -329,15 +335,19 @@ func TestMoveSurvivesOwnerDeath(t *testing.T) {
 	pl, _ := mc.nodes[0].dir.Lookup(org)
 	from := pl.Partition
 	source := mc.partitionOwner(from)
-	victim.Store(source)
 	to := mc.destination(from, partitions, source)
+	dying, p := source, from
+	if at == "copy" {
+		dying, p = mc.partitionOwner(to), to
+	}
+	victim.Store(dying)
 	var survivors []*dnode
 	for _, n := range mc.nodes {
-		if n != source {
+		if n != dying {
 			survivors = append(survivors, n)
 		}
 	}
-	epoch := source.journal.Epoch(from)
+	epoch := dying.journal.Epoch(p)
 
 	stop := mc.writers(org, 3)
 	time.Sleep(100 * time.Millisecond)
@@ -346,14 +356,14 @@ func TestMoveSurvivesOwnerDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-reached: // the owner drained the organization and is about to record it
+	case <-reached: // the owner is about to do its step
 	case <-ctx.Done():
-		t.Fatal("the owner never reached the ready step")
+		t.Fatalf("the owner never reached the %s step", at)
 	}
 	killed := time.Now()
-	mc.dead.Store(source)
-	source.dialer.cutAll()
-	_ = source.journal.Close(context.Background())
+	mc.dead.Store(dying)
+	dying.dialer.cutAll()
+	_ = dying.journal.Close(context.Background())
 	done, err := survivors[1].dir.WaitMove(ctx, org, m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -361,21 +371,25 @@ func TestMoveSurvivesOwnerDeath(t *testing.T) {
 	finished := time.Since(killed)
 	time.Sleep(300 * time.Millisecond)
 	stop()
-	if done.Ready == nil || done.Ready.Node == source.name || done.Ready.Epoch <= epoch {
-		t.Fatalf("ready step %+v: want it by the next owner of partition %d (epoch above %d)", done.Ready, from, epoch)
+	step := done.Ready
+	if at == "copy" {
+		step = done.Done
+	}
+	if step == nil || step.Node == dying.name || step.Epoch <= epoch {
+		t.Fatalf("%s step %+v: want it by the next owner of partition %d (epoch above %d)", at, step, p, epoch)
 	}
 	mc.waitPlaced(ctx, org, to)
 	dest := mc.partitionOwner(to)
 	if n := mc.owner(org); n != dest {
 		t.Fatalf("served by %v, want the owner of partition %d %s", n, to, dest.name)
 	}
-	// Exactly one partition: the new owner of from does not serve it.
+	// Exactly one partition: the owner of from does not serve it.
 	if n := mc.partitionOwner(from); n != nil && n != dest {
 		if err := n.own.Serve("tenant-" + org); err == nil {
 			t.Fatalf("%s serves %s on partition %d after the move", n.name, org, from)
 		}
 	}
 	total := mc.check(ctx, org)
-	t.Logf("owner %s of partition %d killed mid-move; the move finished %s later (session timeout 3s) by %s and %s; %d acknowledged writes present once, %d refusals",
-		source.name, from, finished, done.Ready.Node, done.Done.Node, total, mc.refused.Load())
+	t.Logf("owner %s of partition %d killed before the %s step; the move finished %s later (session timeout 3s), steps by %s and %s; %d acknowledged writes present once, %d refusals",
+		dying.name, p, at, finished, done.Ready.Node, done.Done.Node, total, mc.refused.Load())
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -120,5 +121,41 @@ func TestKafkaJournalImportCarriesStream(t *testing.T) {
 	// CommitRecords too needs the ownership.
 	if err := j.CommitRecords(3, []*kgo.Record{marker}); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("commit records on a partition not owned: %v", err)
+	}
+}
+
+// The steps of a move are written in a partition owner's transaction, so the directory topic can
+// end with a commit marker: a directory still opens (it reads to the end) and syncs past it.
+func TestDirectoryReadsPastTransactionMarkers(t *testing.T) {
+	brokers := MustKafka(t, 1)
+	ctx := context.Background()
+	d := MustDirectory(t, brokers, 4, "a")
+	j := MustKafkaJournal(t, brokers, 4, "a", []int32{1})
+	p, err := d.Partition(ctx, "org_tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.StartMove(ctx, "org_tx", (p+1)%4, "ops@example.com", "markers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := d.stepRecord("move-ready", m, MoveStep{Node: "a", Epoch: j.Epoch(1), At: time.Now().UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.CommitRecords(1, []*kgo.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := d.Sync(sctx); err != nil {
+		t.Fatalf("sync past the commit marker: %v", err)
+	}
+	if cur, _ := d.Moving("org_tx"); cur.State != MoveReady || cur.Ready == nil || cur.Ready.Epoch != j.Epoch(1) {
+		t.Fatalf("after the transactional step: %+v", cur)
+	}
+	d2 := MustDirectory(t, brokers, 4, "b") // opens: reads to the end, marker included
+	if cur, _ := d2.Moving("org_tx"); cur.State != MoveReady {
+		t.Fatalf("a directory opened after the step: %+v", cur)
 	}
 }

@@ -152,7 +152,9 @@ func (d *Directory) Open() error {
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.Topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+		// The steps of moves are written in the partition owners' transactions: their commit
+		// markers take offsets too, and must count as read (waitApplied) though never applied.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("directory client: %w", err)
 	}
@@ -201,7 +203,9 @@ func (d *Directory) tail(ctx context.Context) {
 		})
 		d.mu.Lock()
 		fs.EachRecord(func(r *kgo.Record) {
-			d.apply(r)
+			if !r.Attrs.IsControl() {
+				d.apply(r)
+			}
 			d.applied = r.Offset + 1
 		})
 		d.changed.Broadcast()
