@@ -72,6 +72,8 @@ type Core struct {
 	runs         sync.Map // orgID -> *actor.PID of the loop runtime (loopruntime.go)
 	runStates    sync.Map // orgID -> *durable[*supplyplan.LoopRunState], for reads outside the actor
 	closed       bool
+	// mailboxes are the journaled actors' mailboxes by PID (mailbox.go).
+	mailboxes sync.Map // *actor.PID -> *mailbox
 	// restoreHooks resume the services' work of what a partition restore started (distributed).
 	restoreHooks []restoreHook
 
@@ -124,19 +126,17 @@ func (c *Core) Open(ctx context.Context) error {
 
 // startPlatform spawns the platform actor and waits for its state: authentication needs it.
 func (c *Core) startPlatform(ctx context.Context) error {
-	pid := c.engine.Spawn(func() actor.Receiver {
-		return &durable[*supplyplan.PlatformState]{
-			stream: platformStream, journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
-			newState: supplyplan.NewPlatformState,
-			afterApply: func(st *supplyplan.PlatformState) {
-				if c.cfg.Gate == nil || c.platformLocal.Load() {
-					c.index.Store(buildIndex(st))
-				}
-			},
-		}
-	}, "platform", actor.WithID("root"), actor.WithMaxRestarts(1<<30))
+	pid := spawnJournaled(c, &durable[*supplyplan.PlatformState]{
+		stream: platformStream, journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
+		newState: supplyplan.NewPlatformState,
+		afterApply: func(st *supplyplan.PlatformState) {
+			if c.cfg.Gate == nil || c.platformLocal.Load() {
+				c.index.Store(buildIndex(st))
+			}
+		},
+	}, "platform", "root")
 	c.platformPID.Store(pid)
-	if _, err := ask(ctx, c.engine, pid, func(*supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
+	if _, err := ask(ctx, c, pid, func(*supplyplan.PlatformState) (struct{}, []supplyplan.Record, error) {
 		return struct{}{}, nil, nil
 	}); err != nil {
 		return fmt.Errorf("load platform state: %w", err)
@@ -288,7 +288,7 @@ func (c *Core) tenantActor(orgID string, restoring bool) (*actor.PID, error) {
 		},
 		afterApply: func(st *supplyplan.TenantState) { c.reportQuarantined(orgID, st.TakeQuarantined()) },
 	}
-	pid := c.engine.Spawn(func() actor.Receiver { return d }, "tenant", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))
+	pid := spawnJournaled(c, d, "tenant", orgID)
 	c.tenantStates.Store(orgID, d)
 	c.tenants.Store(orgID, pid)
 	return pid, nil
@@ -336,12 +336,10 @@ func (c *Core) outbound(owner string) (*actor.PID, error) {
 	if owner != supplyplan.PlatformOwner && !c.hasOrg(owner) {
 		return nil, supplyplan.NotFound("Organization")
 	}
-	pid := c.engine.Spawn(func() actor.Receiver {
-		return &durable[*supplyplan.OutboundState]{
-			stream: outboundStream(owner), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
-			newState: func() *supplyplan.OutboundState { return supplyplan.NewOutboundState(owner) },
-		}
-	}, "outbound", actor.WithID(owner), actor.WithMaxRestarts(1<<30))
+	pid := spawnJournaled(c, &durable[*supplyplan.OutboundState]{
+		stream: outboundStream(owner), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
+		newState: func() *supplyplan.OutboundState { return supplyplan.NewOutboundState(owner) },
+	}, "outbound", owner)
 	c.outbounds.Store(owner, pid)
 	return pid, nil
 }
@@ -372,7 +370,7 @@ func tenantTx[T any](ctx context.Context, c *Core, orgID string, fn func(*supply
 		var zero T
 		return zero, err
 	}
-	return askQueued(ctx, c.engine, pid, c.queuedTenant, fn)
+	return askQueued(ctx, c, pid, c.queuedTenant, fn)
 }
 
 // tenantTxSend is tenantTx in two steps: it sends the transaction and returns at once; wait
@@ -386,7 +384,7 @@ func tenantTxSend[T any](ctx context.Context, c *Core, orgID string, fn func(*su
 			return zero, err
 		}
 	}
-	return sendQueued(ctx, c.engine, pid, c.queuedTenant, fn)
+	return sendQueued(ctx, c, pid, c.queuedTenant, fn)
 }
 
 // tenantPeek reads a tenant's state in its actor, answered at once even when a write applied to
@@ -399,7 +397,7 @@ func tenantPeek[T any](ctx context.Context, c *Core, orgID string, fn func(*supp
 		var zero T
 		return zero, err
 	}
-	return sendTx(ctx, c.engine, pid, c.queuedTenant, true, func(st *supplyplan.TenantState) (T, []supplyplan.Record, error) {
+	return sendTx(ctx, c, pid, c.queuedTenant, true, func(st *supplyplan.TenantState) (T, []supplyplan.Record, error) {
 		v, err := fn(st)
 		return v, nil, err
 	})()
@@ -431,7 +429,7 @@ func platformTx[T any](ctx context.Context, c *Core, fn func(*supplyplan.Platfor
 		var zero T
 		return zero, err
 	}
-	return askQueued(ctx, c.engine, pid, c.queuedPlatform, fn)
+	return askQueued(ctx, c, pid, c.queuedPlatform, fn)
 }
 
 // outboundTx runs fn in the outbound actor of owner.
@@ -441,7 +439,7 @@ func outboundTx[T any](ctx context.Context, c *Core, owner string, fn func(*supp
 		var zero T
 		return zero, err
 	}
-	return askQueued(ctx, c.engine, pid, c.queuedOutbound, fn)
+	return askQueued(ctx, c, pid, c.queuedOutbound, fn)
 }
 
 // pendingEvents returns the domain events of a transaction's records that wait in an outbox (the

@@ -137,6 +137,9 @@ func (c *Core) publishReplica(st *supplyplan.PlatformState) {
 type restoreHook struct {
 	name string
 	fn   func(ctx context.Context, owners []string) error
+	// streams, instead of fn: the hook asks about streams itself (the global loop catalog's,
+	// which no owner names).
+	streams func(ctx context.Context, in func(stream string) bool) error
 }
 
 // onRestore registers a service's resumption (services call it from Open; distributed mode only).
@@ -147,6 +150,16 @@ func (c *Core) onRestore(name string, fn func(ctx context.Context, owners []stri
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.restoreHooks = append(c.restoreHooks, restoreHook{name: name, fn: fn})
+}
+
+// onRestoreStreams is onRestore for work that selects the restored partition's streams itself.
+func (c *Core) onRestoreStreams(name string, fn func(ctx context.Context, in func(stream string) bool) error) {
+	if c.cfg.Gate == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restoreHooks = append(c.restoreHooks, restoreHook{name: name, streams: fn})
 }
 
 // Restore starts the actors of the streams in(stream) selects (one partition just acquired):
@@ -172,7 +185,7 @@ func (c *Core) Restore(ctx context.Context, in func(stream string) bool) error {
 		if err != nil {
 			return err
 		}
-		waits = append(waits, sendQueued(ctx, c.engine, pid, c.queuedTenant, func(*supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+		waits = append(waits, sendQueued(ctx, c, pid, c.queuedTenant, func(*supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
 			return struct{}{}, nil, nil
 		}))
 	}
@@ -202,7 +215,13 @@ func (c *Core) Resume(ctx context.Context, in func(stream string) bool) {
 	hooks := slices.Clone(c.restoreHooks)
 	c.mu.Unlock()
 	for _, h := range hooks {
-		if err := h.fn(ctx, owners); err != nil && ctx.Err() == nil {
+		var err error
+		if h.streams != nil {
+			err = h.streams(ctx, in)
+		} else {
+			err = h.fn(ctx, owners)
+		}
+		if err != nil && ctx.Err() == nil {
 			c.log.Error("resume after restore failed", "work", h.name, "owners", len(owners), "err", err)
 		}
 	}
@@ -259,14 +278,18 @@ func (c *Core) stopActors(ctx context.Context, pids []*actor.PID) {
 		go func() {
 			defer wg.Done()
 			done := make(chan struct{})
-			c.engine.Send(pid, drainMsg{done: done})
+			stream := pidStream(pid)
+			// The drain retires the actor: what it takes after is refused (the gate's answer).
+			c.engine.Send(pid, drainMsg{done: done, retire: func() error { return c.refusal(stream) }})
 			select {
 			case <-done:
 			case <-ctx.Done():
 			}
-			// Everything queued before the drain has been handled, so Poison drops nothing.
+			// Everything queued before the drain has been handled. What hollywood drops when the
+			// actor stops (sent after the drain) is answered by its caller: the mailbox closes.
 			select {
 			case <-c.engine.Poison(pid).Done():
+				c.stoppedMailbox(pid)
 			case <-ctx.Done():
 			}
 		}()

@@ -59,9 +59,17 @@ type dnode struct {
 	platform    *Platform
 	forecasting *Forecasting
 	dialer      *cutDialer
+	mover       *streams.Mover
 }
 
 func startNode(t *testing.T, brokers []string, name string, partitions int) *dnode {
+	t.Helper()
+	return startNodeWith(t, brokers, name, partitions, nil)
+}
+
+// startNodeWith is startNode running beforeJoin once the core is open, before the node joins the
+// group (where cmd/supplyplan opens the services).
+func startNodeWith(t *testing.T, brokers []string, name string, partitions int, beforeJoin func(*dnode)) *dnode {
 	t.Helper()
 	n := &dnode{name: name, addr: name + ".test:8080", dialer: &cutDialer{}}
 	n.dir = streams.NewDirectory(streams.DirectoryConfig{Brokers: brokers, Partitions: partitions, Node: name})
@@ -89,16 +97,26 @@ func startNode(t *testing.T, brokers []string, name string, partitions int) *dno
 	forecasts := NewForecasts(n.core, nil, 0)
 	n.platform = NewPlatform(n.core, forecasts)
 	n.forecasting = NewForecasting(n.core, forecasts)
-	n.members = streams.NewMembership(streams.MembershipConfig{Brokers: brokers, Journal: n.journal,
+	n.members = streams.NewMembership(streams.MembershipConfig{Brokers: brokers, Journal: n.journal, Directory: n.dir,
 		SessionTimeout: 3 * time.Second, HeartbeatInterval: 300 * time.Millisecond, RebalanceTimeout: 10 * time.Second,
 		StopTimeout: 10 * time.Second, Dialer: n.dialer.dial,
 		Restore: func(ctx context.Context, p int32) error {
-			return n.core.Restore(ctx, func(s string) bool { return n.own.InPartition(s, p) })
+			return n.core.Restore(ctx, func(s string) bool { return n.own.Restores(s, p) })
+		},
+		Resumed: func(ctx context.Context, p int32) {
+			n.core.Resume(ctx, func(s string) bool { return n.own.InPartition(s, p) })
 		},
 		Stop: func(ctx context.Context, p int32, _ bool) {
 			n.core.Stop(ctx, func(s string) bool { return n.own.InPartition(s, p) })
 		}})
 	n.own.Membership = n.members
+	n.mover = &streams.Mover{Directory: n.dir, Journal: n.journal, Membership: n.members, Node: name,
+		StopOrg: func(ctx context.Context, org string) {
+			n.core.Stop(ctx, func(s string) bool { return streams.PlacementKey(s) == org })
+		},
+		Resumed: func(ctx context.Context, org string) {
+			n.core.Resume(ctx, func(s string) bool { return streams.PlacementKey(s) == org })
+		}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := n.core.Open(ctx); err != nil {
@@ -107,12 +125,17 @@ func startNode(t *testing.T, brokers []string, name string, partitions int) *dno
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
+		n.mover.Close()
 		_ = n.members.Close(ctx)
 		_ = n.core.Close(ctx)
 	})
+	if beforeJoin != nil {
+		beforeJoin(n)
+	}
 	if err := n.members.Open(); err != nil {
 		t.Fatal(err)
 	}
+	n.mover.Start()
 	return n
 }
 
@@ -446,5 +469,50 @@ func TestGateErrorsPassUnchanged(t *testing.T) {
 	core.Resume(ctx, func(s string) bool { return s == platformStream || s == tenantStream(org) })
 	if len(got) != 2 || got[0] != supplyplan.PlatformOwner || got[1] != org {
 		t.Fatalf("owners resumed: %v", got)
+	}
+}
+
+// The built-in loops are published by the node on which the global loop catalog's partition is
+// restored, not only by a node that serves it when it opens: in distributed mode a node opens its
+// services before it joins the group, so it owns nothing then.
+func TestBuiltinLoopsPublishedOnRestore(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{"group.min.session.timeout.ms": "1000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	signer := mustSigner(t)
+	var catalog *LoopCatalog
+	n := startNodeWith(t, c.ListenAddrs(), "node0", 4, func(n *dnode) {
+		catalog = NewLoopCatalog(n.core, LoopCatalogConfig{Signer: signer})
+		if err := catalog.Open(ctxFor(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing is served here yet: the global catalog's stream is not loaded.
+		if _, ok := n.core.loops.Load(loopGlobalOwner); ok {
+			t.Fatal("global catalog actor started before the node owns its partition")
+		}
+	})
+	waitActive(t, []*dnode{n}, 4, 60*time.Second)
+	ctx := ctxFor(t, 30*time.Second)
+	for {
+		missing, err := loopTx(ctx, n.core, loopGlobalOwner, func(st *supplyplan.LoopCatalogState) (int, []supplyplan.Record, error) {
+			recs, err := st.EnsureBuiltinLoops(signer, supplyplan.Now())
+			return len(recs), nil, err // asked, not written
+		})
+		if err == nil && missing == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("built-in loops not published after the restore: %d records missing, %v", missing, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The catalog lists them.
+	list, err := loopTx(ctx, n.core, loopGlobalOwner, func(st *supplyplan.LoopCatalogState) (int, []supplyplan.Record, error) {
+		return len(st.Versions), nil, nil
+	})
+	if err != nil || list == 0 {
+		t.Fatalf("global catalog after the restore: %d loops, %v", list, err)
 	}
 }

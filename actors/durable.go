@@ -44,6 +44,9 @@ type txMsg[S State] struct {
 	// dirty: a transaction writing nothing is answered at once, even when a write it may see is
 	// not durable yet (peek). Only for a caller that reads what no write in flight changes.
 	dirty bool
+	// taken is set by whichever answers the transaction first: the actor when it takes it, or
+	// its caller when the actor stopped without taking it (mailbox.go); nil: not tracked.
+	taken *atomic.Bool
 }
 
 // respond answers the transaction (exactly once) and tells its claim the outcome is known.
@@ -75,7 +78,12 @@ type snapshotDoneMsg struct {
 }
 
 // drainMsg is answered once everything before it is applied and durable, after a final snapshot.
-type drainMsg struct{ done chan struct{} }
+// With retire, the actor then answers every transaction it takes with retire()'s error (it is
+// being stopped: mailbox.go).
+type drainMsg struct {
+	done   chan struct{}
+	retire func() error
+}
 
 // snapshotRatio is how many bytes a stream journals per byte of its last snapshot before it takes
 // the next one. At 1, a tenant written to as fast as it can be spent as much CPU encoding
@@ -117,8 +125,11 @@ type durable[S State] struct {
 	// drains wait for the snapshot in flight: the final snapshot follows it (a snapshot saved after a
 	// newer one would replace it).
 	drains []drainMsg
-	pid    *actor.PID
-	engine *actor.Engine
+	// retired: a retiring drain was taken; every later transaction is answered with its error.
+	retired func() error
+	mb      *mailbox // closed when the actor stops (mailbox.go); nil for an actor spawned alone
+	pid     *actor.PID
+	engine  *actor.Engine
 }
 
 // Receive handles one message. It never blocks on I/O: loading, journaling and snapshots report
@@ -142,8 +153,15 @@ func (d *durable[S]) Receive(c *actor.Context) {
 	case loadedMsg[S]:
 		d.onLoaded(m)
 	case txMsg[S]:
+		if m.taken != nil && !m.taken.CompareAndSwap(false, true) {
+			return // its caller refused it already (the actor it was sent to had stopped)
+		}
 		if m.queued != nil {
 			m.queued.Add(-1)
+		}
+		if d.retired != nil {
+			m.respond(txReply{stream: d.stream, err: d.retired()})
+			return
 		}
 		if !d.loaded {
 			if d.loadErr != nil {
@@ -155,6 +173,10 @@ func (d *durable[S]) Receive(c *actor.Context) {
 		}
 		d.run(m)
 	case idemLookupMsg:
+		if d.retired != nil {
+			m.reply <- idemLookupReply{err: d.retired()}
+			return
+		}
 		if !d.loaded {
 			if d.loadErr != nil {
 				m.reply <- idemLookupReply{err: d.unavailable()}
@@ -165,6 +187,10 @@ func (d *durable[S]) Receive(c *actor.Context) {
 		}
 		d.lookupIdempotency(m)
 	case idemStoreMsg:
+		if d.retired != nil {
+			m.reply <- d.retired()
+			return
+		}
 		if !d.loaded {
 			if d.loadErr != nil {
 				m.reply <- d.unavailable()
@@ -175,6 +201,9 @@ func (d *durable[S]) Receive(c *actor.Context) {
 		}
 		d.storeIdempotency(m)
 	case drainMsg:
+		if m.retire != nil {
+			d.retired = m.retire // also for the messages stashed before it: none has run
+		}
 		if !d.loaded {
 			if d.loadErr != nil {
 				close(m.done)
@@ -200,7 +229,37 @@ func (d *durable[S]) Receive(c *actor.Context) {
 			d.drain(dm)
 		}
 	case actor.Stopped:
+		d.stopped()
+		if d.mb != nil {
+			d.mb.stop()
+		}
 	}
+}
+
+// stopped answers what the actor holds and will never handle: the messages stashed while it
+// loaded (refused) and the drains waiting for a snapshot.
+func (d *durable[S]) stopped() {
+	refuse := d.retired
+	if refuse == nil {
+		refuse = d.unavailable
+	}
+	for _, s := range d.stash {
+		switch s := s.(type) {
+		case txMsg[S]:
+			s.respond(txReply{stream: d.stream, err: refuse()})
+		case idemLookupMsg:
+			s.reply <- idemLookupReply{err: refuse()}
+		case idemStoreMsg:
+			s.reply <- refuse()
+		case drainMsg:
+			close(s.done)
+		}
+	}
+	d.stash = nil
+	for _, m := range d.drains {
+		close(m.done)
+	}
+	d.drains = nil
 }
 
 func (d *durable[S]) unavailable() error {
@@ -321,6 +380,10 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 // first transaction of a request with an Idempotency-Key that writes anything carries the key's
 // marker in the same journal entry; a key already known here is never applied again.
 func (d *durable[S]) run(m txMsg[S]) {
+	if d.retired != nil { // taken from the stash after a retiring drain
+		m.respond(txReply{stream: d.stream, err: d.retired()})
+		return
+	}
 	c := m.claim
 	if c != nil && !c.Marked() {
 		if e := d.idem.get(c.Scope, c.Key, d.clock()); e != nil {
@@ -520,6 +583,9 @@ func (d *durable[S]) snapshot(sync bool) {
 
 // drain answers once every earlier write is durable, taking a final snapshot on the way.
 func (d *durable[S]) drain(m drainMsg) {
+	if m.retire != nil {
+		d.retired = m.retire
+	}
 	if d.snapping {
 		// The snapshot in flight covers less than the state: wait for it, then take the final one.
 		d.drains = append(d.drains, m)
@@ -531,24 +597,26 @@ func (d *durable[S]) drain(m drainMsg) {
 	d.journal.Barrier(d.stream, func(error) { close(m.done) })
 }
 
-// ask sends fn to the actor at pid and waits for its reply or ctx's end.
-func ask[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
-	return askQueued(ctx, e, pid, nil, fn)
+// ask sends fn to the actor at pid and waits for its reply or ctx's end. m is the core, or
+// bareEngine{e} for an actor spawned alone (tests).
+func ask[S State, T any](ctx context.Context, m mailer, pid *actor.PID, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
+	return askQueued(ctx, m, pid, nil, fn)
 }
 
 // askQueued is ask counting the transaction in queued while it waits in the actor's mailbox.
-func askQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
-	return sendQueued(ctx, e, pid, queued, fn)()
+func askQueued[S State, T any](ctx context.Context, m mailer, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (T, error) {
+	return sendQueued(ctx, m, pid, queued, fn)()
 }
 
 // sendQueued sends fn to the actor at pid and returns at once; wait waits for its reply or ctx's
-// end. Transactions sent one after the other from one goroutine run in that order.
-func sendQueued[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
-	return sendTx(ctx, e, pid, queued, false, fn)
+// end, or answers the refusal when the actor stopped without taking it (mailbox.go).
+// Transactions sent one after the other from one goroutine run in that order.
+func sendQueued[S State, T any](ctx context.Context, m mailer, pid *actor.PID, queued *atomic.Int64, fn func(S) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
+	return sendTx(ctx, m, pid, queued, false, fn)
 }
 
 // sendTx is sendQueued; dirty marks a read answered without waiting for writes in flight (txMsg).
-func sendTx[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID, queued *atomic.Int64, dirty bool, fn func(S) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
+func sendTx[S State, T any](ctx context.Context, m mailer, pid *actor.PID, queued *atomic.Int64, dirty bool, fn func(S) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
 	reply := make(chan txReply, 1)
 	claim := supplyplan.IdempotencyOf(ctx)
 	if claim != nil {
@@ -557,17 +625,36 @@ func sendTx[S State, T any](ctx context.Context, e *actor.Engine, pid *actor.PID
 	if queued != nil {
 		queued.Add(1)
 	}
-	e.Send(pid, txMsg[S]{reply: reply, claim: claim, queued: queued, dirty: dirty, fn: func(s S) (any, []supplyplan.Record, error) {
+	mb := m.mailbox(pid)
+	var taken *atomic.Bool
+	if mb != nil {
+		taken = new(atomic.Bool)
+	}
+	m.send(pid, txMsg[S]{reply: reply, claim: claim, queued: queued, dirty: dirty, taken: taken, fn: func(s S) (any, []supplyplan.Record, error) {
 		v, recs, err := fn(s)
 		return v, recs, err
 	}})
-	return func() (T, error) { return awaitReply[T](ctx, reply, claim) }
-}
-
-func awaitReply[T any](ctx context.Context, reply chan txReply, claim *supplyplan.IdempotencyClaim) (T, error) {
-	var zero T
-	select {
-	case r := <-reply:
+	return func() (T, error) {
+		var zero T
+		r, stopped, ended := awaitMailbox(mb, reply, taken, ctx.Done())
+		switch {
+		case stopped: // never taken, never run: no outcome to wait for
+			if queued != nil {
+				queued.Add(-1)
+			}
+			if claim != nil {
+				claim.TxDone()
+			}
+			return zero, m.refusal(mb.stream)
+		case ended:
+			if claim != nil {
+				claim.Abandon() // the transaction may still commit: its outcome is not this answer
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return zero, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The request timed out")
+			}
+			return zero, ctx.Err()
+		}
 		if r.err != nil {
 			return zero, r.err
 		}
@@ -576,13 +663,5 @@ func awaitReply[T any](ctx context.Context, reply chan txReply, claim *supplypla
 			return zero, fmt.Errorf("actor %s replied %T", r.stream, r.v)
 		}
 		return v, nil
-	case <-ctx.Done():
-		if claim != nil {
-			claim.Abandon() // the transaction may still commit: its outcome is not this answer
-		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return zero, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The request timed out")
-		}
-		return zero, ctx.Err()
 	}
 }

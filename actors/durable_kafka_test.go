@@ -41,11 +41,11 @@ func TestDurableOnKafkaJournal(t *testing.T) {
 	e, pid := startNotes(t, a, 4)
 	ctx := ctxFor(t, 30*time.Second)
 	for i := range 10 {
-		if _, err := ask(ctx, e, pid, putNote(fmt.Sprint(i), fmt.Sprint("note ", i))); err != nil {
+		if _, err := ask(ctx, bareEngine{e}, pid, putNote(fmt.Sprint(i), fmt.Sprint("note ", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ask(ctx, e, pid, func(*notes) (struct{}, []supplyplan.Record, error) {
+	if _, err := ask(ctx, bareEngine{e}, pid, func(*notes) (struct{}, []supplyplan.Record, error) {
 		return struct{}{}, []supplyplan.Record{supplyplan.Del(kindNote, "4")}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -56,18 +56,18 @@ func TestDurableOnKafkaJournal(t *testing.T) {
 
 	// Node b takes the partition: a is fenced.
 	b := kafkaJournal(t, brokers, "b")
-	if _, err := ask(ctx, e, pid, putNote("zombie", "written after losing the partition")); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("zombie", "written after losing the partition")); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
 		t.Fatalf("write on the fenced node: %v, want %s", err, supplyplan.EUNAVAILABLE)
 	}
 	e2, pid2 := startNotes(t, b, 4)
-	m, err := ask(ctx, e2, pid2, readNotes)
+	m, err := ask(ctx, bareEngine{e2}, pid2, readNotes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(m) != 9 || m["9"] != "note 9" || m["4"] != "" || m["zombie"] != "" {
 		t.Fatalf("state rebuilt on the new owner: %v", m)
 	}
-	if _, err := ask(ctx, e2, pid2, putNote("10", "note 10")); err != nil {
+	if _, err := ask(ctx, bareEngine{e2}, pid2, putNote("10", "note 10")); err != nil {
 		t.Fatalf("write on the new owner: %v", err)
 	}
 }

@@ -222,13 +222,13 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 func TestDurableReadWaitsForTheWriteToBeDurable(t *testing.T) {
 	j := newMemJournal()
 	e, pid := startNotes(t, j, 0)
-	if _, err := ask(ctxFor(t, 5*time.Second), e, pid, putNote("a", "first")); err != nil {
+	if _, err := ask(ctxFor(t, 5*time.Second), bareEngine{e}, pid, putNote("a", "first")); err != nil {
 		t.Fatal(err)
 	}
 	j.set(func(j *memJournal) { j.hold = true })
 	wrote := make(chan error, 1)
 	go func() {
-		_, err := ask(context.Background(), e, pid, putNote("b", "second"))
+		_, err := ask(context.Background(), bareEngine{e}, pid, putNote("b", "second"))
 		wrote <- err
 	}()
 	read := make(chan map[string]string, 1)
@@ -241,7 +241,7 @@ func TestDurableReadWaitsForTheWriteToBeDurable(t *testing.T) {
 		return nil
 	})
 	go func() {
-		m, _ := ask(context.Background(), e, pid, readNotes)
+		m, _ := ask(context.Background(), bareEngine{e}, pid, readNotes)
 		read <- m
 	}()
 	wait.Eventually(t, 5*time.Second, func() error { // the read asked for its barrier
@@ -275,7 +275,7 @@ func TestAskTimesOutWhileTheActorGoesOn(t *testing.T) {
 	gate := make(chan struct{})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := ask(ctx, e, pid, func(st *notes) (struct{}, []supplyplan.Record, error) {
+	_, err := ask(ctx, bareEngine{e}, pid, func(st *notes) (struct{}, []supplyplan.Record, error) {
 		<-gate
 		return putNote("late", "written after the timeout")(st)
 	})
@@ -284,11 +284,11 @@ func TestAskTimesOutWhileTheActorGoesOn(t *testing.T) {
 	}
 	cancelled, stop := context.WithCancel(context.Background())
 	stop()
-	if _, err := ask(cancelled, e, pid, readNotes); !errors.Is(err, context.Canceled) {
+	if _, err := ask(cancelled, bareEngine{e}, pid, readNotes); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled ask = %v, want context.Canceled", err)
 	}
 	close(gate)
-	m, err := ask(ctxFor(t, 5*time.Second), e, pid, readNotes)
+	m, err := ask(ctxFor(t, 5*time.Second), bareEngine{e}, pid, readNotes)
 	if err != nil || m["late"] == "" {
 		t.Fatalf("after the timeout: %v, %v; want the late write applied", m, err)
 	}
@@ -300,18 +300,18 @@ func TestDurableReloadsAfterAFailedApply(t *testing.T) {
 	j := newMemJournal()
 	e, pid := startNotes(t, j, 0)
 	ctx := ctxFor(t, 5*time.Second)
-	if _, err := ask(ctx, e, pid, putNote("a", "kept")); err != nil {
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("a", "kept")); err != nil {
 		t.Fatal(err)
 	}
 	loads := j.loadCount()
-	_, err := ask(ctx, e, pid, func(*notes) (struct{}, []supplyplan.Record, error) {
+	_, err := ask(ctx, bareEngine{e}, pid, func(*notes) (struct{}, []supplyplan.Record, error) {
 		return struct{}{}, []supplyplan.Record{supplyplan.Put(kindNote, "half", &note{Text: "applied first"}),
 			supplyplan.Put(kindNote, "x", &note{Text: "bad"})}, nil
 	})
 	if err == nil {
 		t.Fatal("a write that does not apply succeeded")
 	}
-	m, err := ask(ctx, e, pid, readNotes)
+	m, err := ask(ctx, bareEngine{e}, pid, readNotes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestDurableReloadsAfterAFailedApply(t *testing.T) {
 	if j.loadCount() != loads+1 {
 		t.Fatalf("%d loads, want one reload", j.loadCount()-loads)
 	}
-	if _, err := ask(ctx, e, pid, putNote("b", "after")); err != nil {
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("b", "after")); err != nil {
 		t.Fatalf("a write after the reload: %v", err)
 	}
 }
@@ -332,11 +332,11 @@ func TestDurableReloadsAfterAFailedAppend(t *testing.T) {
 	e, pid := startNotes(t, j, 0)
 	ctx := ctxFor(t, 5*time.Second)
 	j.set(func(j *memJournal) { j.failNext = 1 })
-	if _, err := ask(ctx, e, pid, putNote("lost", "x")); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("lost", "x")); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
 		t.Fatalf("err = %v, want EUNAVAILABLE", err)
 	}
 	wait.Eventually(t, 5*time.Second, func() error {
-		m, err := ask(ctx, e, pid, readNotes)
+		m, err := ask(ctx, bareEngine{e}, pid, readNotes)
 		if err != nil {
 			return err
 		}
@@ -345,7 +345,7 @@ func TestDurableReloadsAfterAFailedAppend(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := ask(ctx, e, pid, putNote("next", "y")); err != nil {
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("next", "y")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -355,14 +355,14 @@ func TestDurableRecoversFromAPanic(t *testing.T) {
 	j := newMemJournal()
 	e, pid := startNotes(t, j, 0)
 	ctx := ctxFor(t, 5*time.Second)
-	if _, err := ask(ctx, e, pid, putNote("a", "kept")); err != nil {
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("a", "kept")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ask(ctx, e, pid, func(*notes) (struct{}, []supplyplan.Record, error) { panic("boom") })
+	_, err := ask(ctx, bareEngine{e}, pid, func(*notes) (struct{}, []supplyplan.Record, error) { panic("boom") })
 	if supplyplan.ErrorCode(err) != supplyplan.EINTERNAL {
 		t.Fatalf("err = %v, want EINTERNAL", err)
 	}
-	if m, err := ask(ctx, e, pid, readNotes); err != nil || m["a"] != "kept" {
+	if m, err := ask(ctx, bareEngine{e}, pid, readNotes); err != nil || m["a"] != "kept" {
 		t.Fatalf("after the panic: %v, %v", m, err)
 	}
 }
@@ -372,7 +372,7 @@ func TestDurableUnavailableWhenTheLoadFails(t *testing.T) {
 	j := newMemJournal()
 	j.loadErr = errors.New("damaged segment")
 	e, pid := startNotes(t, j, 0)
-	if _, err := ask(ctxFor(t, 5*time.Second), e, pid, putNote("a", "x")); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
+	if _, err := ask(ctxFor(t, 5*time.Second), bareEngine{e}, pid, putNote("a", "x")); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
 		t.Fatalf("err = %v, want EUNAVAILABLE", err)
 	}
 	j.mu.Lock()
@@ -389,11 +389,11 @@ func TestDurableSnapshotAndRebuild(t *testing.T) {
 	e, pid := startNotes(t, j, 3)
 	ctx := ctxFor(t, 5*time.Second)
 	for i := range 10 {
-		if _, err := ask(ctx, e, pid, putNote(fmt.Sprint(i), fmt.Sprint("note ", i))); err != nil {
+		if _, err := ask(ctx, bareEngine{e}, pid, putNote(fmt.Sprint(i), fmt.Sprint("note ", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ask(ctx, e, pid, func(*notes) (struct{}, []supplyplan.Record, error) {
+	if _, err := ask(ctx, bareEngine{e}, pid, func(*notes) (struct{}, []supplyplan.Record, error) {
 		return struct{}{}, []supplyplan.Record{supplyplan.Del(kindNote, "4")}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -416,7 +416,7 @@ func TestDurableSnapshotAndRebuild(t *testing.T) {
 	j.mu.Unlock()
 
 	e2, pid2 := startNotes(t, j, 3)
-	m, err := ask(ctx, e2, pid2, readNotes)
+	m, err := ask(ctx, bareEngine{e2}, pid2, readNotes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func TestDurableReadOutsideTheActor(t *testing.T) {
 		return v, ok
 	}
 	ctx := ctxFor(t, 5*time.Second)
-	if _, err := ask(ctx, e, pid, putNote("a", "first")); err != nil {
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("a", "first")); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := get("a"); !ok || v != "first" {
@@ -451,7 +451,7 @@ func TestDurableReadOutsideTheActor(t *testing.T) {
 	j.set(func(j *memJournal) { j.hold = true })
 	wrote := make(chan error, 1)
 	go func() {
-		_, err := ask(context.Background(), e, pid, putNote("a", "second"))
+		_, err := ask(context.Background(), bareEngine{e}, pid, putNote("a", "second"))
 		wrote <- err
 	}()
 	wait.Eventually(t, 5*time.Second, func() error { // applied, appended, not durable
@@ -503,7 +503,7 @@ func TestDurableReadsWhileWriting(t *testing.T) {
 		}
 	}()
 	for i := range 300 {
-		if _, err := ask(ctx, e, pid, putNote(fmt.Sprint(i%20), fmt.Sprint("note ", i))); err != nil {
+		if _, err := ask(ctx, bareEngine{e}, pid, putNote(fmt.Sprint(i%20), fmt.Sprint("note ", i))); err != nil {
 			t.Fatal(err)
 		}
 	}

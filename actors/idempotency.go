@@ -289,20 +289,24 @@ func (s *Idempotency) lookupIdempotency(ctx context.Context, scope, key string) 
 		s.core.engine.Send(pid, idemLookupMsg{scope: scope, key: key, reply: replies[i]})
 	}
 	var found *supplyplan.IdempotencyEntry
-	for _, ch := range replies {
-		select {
-		case r := <-ch:
-			if r.err != nil {
-				return nil, r.err
-			}
-			if r.entry != nil {
-				found = r.entry
-			}
-		case <-ctx.Done():
+	for i, ch := range replies {
+		// A lookup is answered when taken: one the actor never took when it stopped is refused.
+		mb := s.core.mailbox(pids[i])
+		r, stopped, ended := awaitMailbox(mb, ch, nil, ctx.Done())
+		switch {
+		case stopped:
+			return nil, s.core.refusal(mb.stream)
+		case ended:
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The request timed out")
 			}
 			return nil, ctx.Err()
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.entry != nil {
+			found = r.entry
 		}
 	}
 	return found, nil

@@ -50,12 +50,10 @@ func (c *Core) loopCatalog(owner string) (*actor.PID, error) {
 		}
 		scope = o.Slug
 	}
-	pid := c.engine.Spawn(func() actor.Receiver {
-		return &durable[*supplyplan.LoopCatalogState]{
-			stream: loopStream(owner), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
-			newState: func() *supplyplan.LoopCatalogState { return supplyplan.NewLoopCatalogState(scope) },
-		}
-	}, "loops", actor.WithID(owner), actor.WithMaxRestarts(1<<30))
+	pid := spawnJournaled(c, &durable[*supplyplan.LoopCatalogState]{
+		stream: loopStream(owner), journal: c.cfg.Journal, log: c.log, snapEvery: c.cfg.SnapshotEvery, now: c.cfg.Now,
+		newState: func() *supplyplan.LoopCatalogState { return supplyplan.NewLoopCatalogState(scope) },
+	}, "loops", owner)
 	c.loops.Store(owner, pid)
 	return pid, nil
 }
@@ -67,7 +65,7 @@ func loopTx[T any](ctx context.Context, c *Core, owner string, fn func(*supplypl
 		var zero T
 		return zero, err
 	}
-	return askQueued(ctx, c.engine, pid, c.queuedLoops, fn)
+	return askQueued(ctx, c, pid, c.queuedLoops, fn)
 }
 
 // LoopCatalogConfig configures the loop catalog service.
@@ -105,11 +103,25 @@ func NewLoopCatalog(core *Core, cfg LoopCatalogConfig) *LoopCatalog {
 var _ supplyplan.LoopCatalogService = (*LoopCatalog)(nil)
 
 // Open publishes the built-in loops into the global scope as 1.0.0 (nothing when they are there
-// already). A built-in manifest changed without a new version stops the start.
+// already). A built-in manifest changed without a new version stops the start. In distributed
+// mode the node that serves the global catalog publishes them: at Open when it serves it then,
+// and whenever the catalog's partition is restored on a node (Core.Resume).
 func (s *LoopCatalog) Open(ctx context.Context) error {
 	if s.cfg.Signer == nil {
 		return fmt.Errorf("loop catalog: no signing key")
 	}
+	s.core.onRestoreStreams("built-in loops", func(ctx context.Context, in func(string) bool) error {
+		if !in(loopStream(loopGlobalOwner)) {
+			return nil
+		}
+		return s.publishBuiltins(ctx)
+	})
+	return s.publishBuiltins(ctx)
+}
+
+// publishBuiltins publishes the built-in loops that are missing from the global scope; nothing
+// when another node serves the global catalog.
+func (s *LoopCatalog) publishBuiltins(ctx context.Context) error {
 	n, err := loopTx(ctx, s.core, loopGlobalOwner, func(st *supplyplan.LoopCatalogState) (int, []supplyplan.Record, error) {
 		recs, err := st.EnsureBuiltinLoops(s.cfg.Signer, s.now())
 		return len(recs), recs, err

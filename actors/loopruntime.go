@@ -53,7 +53,7 @@ func (c *Core) loopRuns(orgID string, afterApply func(string, *supplyplan.LoopRu
 	if afterApply != nil {
 		d.afterApply = func(st *supplyplan.LoopRunState) { afterApply(orgID, st) }
 	}
-	pid := c.engine.Spawn(func() actor.Receiver { return d }, "loopruns", actor.WithID(orgID), actor.WithMaxRestarts(1<<30))
+	pid := spawnJournaled(c, d, "loopruns", orgID)
 	c.runStates.Store(orgID, d)
 	c.runs.Store(orgID, pid)
 	return pid, nil
@@ -140,7 +140,7 @@ func runTx[T any](ctx context.Context, s *LoopRuntime, orgID string, fn func(*su
 	if s.cfg.Commitment != nil {
 		commitment = s.cfg.Commitment(orgID)
 	}
-	return ask(ctx, s.core.engine, pid, func(st *supplyplan.LoopRunState) (T, []supplyplan.Record, error) {
+	return ask(ctx, s.core, pid, func(st *supplyplan.LoopRunState) (T, []supplyplan.Record, error) {
 		st.SetCommitment(commitment)
 		return fn(st)
 	})
@@ -543,7 +543,7 @@ func (s *LoopRuntime) VerifyAudit(ctx context.Context, orgID, id string) (supply
 func (c *Core) loopRunsOutboxes(ctx context.Context, fn func(org string, evs []supplyplan.DomainEvent)) {
 	c.runs.Range(func(k, v any) bool {
 		org := k.(string)
-		evs, err := ask(ctx, c.engine, v.(*actor.PID), func(st *supplyplan.LoopRunState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
+		evs, err := ask(ctx, c, v.(*actor.PID), func(st *supplyplan.LoopRunState) ([]supplyplan.DomainEvent, []supplyplan.Record, error) {
 			return st.PendingEventList(), nil, nil
 		})
 		if err != nil {
@@ -561,7 +561,7 @@ func (c *Core) dropLoopRunsEvents(ctx context.Context, org string, ids []string)
 	if !ok {
 		return nil
 	}
-	_, err := ask(ctx, c.engine, v.(*actor.PID), func(st *supplyplan.LoopRunState) (struct{}, []supplyplan.Record, error) {
+	_, err := ask(ctx, c, v.(*actor.PID), func(st *supplyplan.LoopRunState) (struct{}, []supplyplan.Record, error) {
 		var recs []supplyplan.Record
 		for _, id := range ids {
 			if _, ok := st.PendingEvents[id]; ok {
@@ -585,7 +585,7 @@ func (c *Core) loopUsage(ctx context.Context, orgID string, now time.Time, commi
 	if !ok {
 		return supplyplan.LoopUsageView{Period: supplyplan.LoopPeriod(now), Commitment: commitment, Reached: []int{}}, nil
 	}
-	return ask(ctx, c.engine, v.(*actor.PID), func(st *supplyplan.LoopRunState) (supplyplan.LoopUsageView, []supplyplan.Record, error) {
+	return ask(ctx, c, v.(*actor.PID), func(st *supplyplan.LoopRunState) (supplyplan.LoopUsageView, []supplyplan.Record, error) {
 		return st.UsageView(now, commitment), nil, nil
 	})
 }

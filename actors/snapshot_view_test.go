@@ -145,7 +145,7 @@ func TestDurableViewSnapshotsWhileWriting(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 150 {
-				if _, err := ask(ctx, e, pid, putNote(fmt.Sprintf("%d-%d", w, i%40), fmt.Sprintf("note %d-%d", w, i))); err != nil {
+				if _, err := ask(ctx, bareEngine{e}, pid, putNote(fmt.Sprintf("%d-%d", w, i%40), fmt.Sprintf("note %d-%d", w, i))); err != nil {
 					t.Error(err)
 					return
 				}
@@ -163,7 +163,7 @@ func TestDurableViewSnapshotsWhileWriting(t *testing.T) {
 		t.Fatal("no snapshot was taken")
 	}
 	e2, pid2 := start()
-	m, err := ask(ctx, e2, pid2, readNotes)
+	m, err := ask(ctx, bareEngine{e2}, pid2, readNotes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,28 +114,15 @@ func (j *KafkaJournal) Follow(ctx context.Context, stream string, onSnapshot fun
 	if err != nil {
 		return fmt.Errorf("locate stream %s: %w", stream, err)
 	}
-	var head *snapHead
-	err = readPartition(ctx, j.cfg.Brokers, j.cfg.SnapshotTopic, p, 0, func(r *kgo.Record) error {
-		if r.Attrs.IsControl() || string(r.Key) != snapHeadPrefix+stream {
-			return nil
-		}
-		if r.Value == nil {
-			head = nil
-			return nil
-		}
-		h := &snapHead{}
-		if err := json.Unmarshal(r.Value, h); err != nil {
-			return fmt.Errorf("snapshot head at %d: %w", r.Offset, err)
-		}
-		head = h
-		return nil
-	})
+	head, err := j.latestHead(ctx, p, stream)
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", stream, err)
 	}
 	var last, lastEpoch uint64
 	from := int64(0)
-	if head != nil {
+	if head != nil && len(head.Chunks) == 0 { // a move's head: no snapshot, the tail starts there
+		last, from = head.Seq, head.Offset
+	} else if head != nil {
 		data, err := j.readSnapshot(ctx, p, head)
 		if err != nil {
 			return fmt.Errorf("follow %s: %w", stream, err)

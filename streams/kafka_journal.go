@@ -373,20 +373,43 @@ func (j *KafkaJournal) Load(stream string, onSnapshot func(seq uint64, data []by
 	if fenced != nil {
 		return res, fenced
 	}
+	res, lastOff, err := j.replay(ctx, o.p, stream, head, onSnapshot, onEntry)
+	if err != nil {
+		return res, err
+	}
+	o.mu.Lock()
+	st := o.stream(stream)
+	st.broken = false
+	st.offs = st.offs[:0]
+	if lastOff >= 0 {
+		st.offs = append(st.offs, seqOff{seq: res.LastSeq, off: lastOff})
+	}
+	o.mu.Unlock()
+	return res, nil
+}
+
+// replay reads stream from partition p: the snapshot head names (nil: none; a head without
+// chunks, written by a move, has no snapshot and only says where the tail starts) and every
+// committed entry after it. It returns the offset of the last entry read (-1: none).
+func (j *KafkaJournal) replay(ctx context.Context, p int32, stream string, head *snapHead,
+	onSnapshot func(seq uint64, data []byte) error, onEntry func(seq uint64, payload []byte) error) (supplyplan.JournalLoad, int64, error) {
+	var res supplyplan.JournalLoad
 	from := int64(0)
-	if head != nil {
-		data, err := j.readSnapshot(ctx, o.p, head)
+	if head != nil && len(head.Chunks) > 0 {
+		data, err := j.readSnapshot(ctx, p, head)
 		if err != nil {
-			return res, fmt.Errorf("load snapshot of %s: %w", stream, err)
+			return res, -1, fmt.Errorf("load snapshot of %s: %w", stream, err)
 		}
 		if err := onSnapshot(head.Seq, data); err != nil {
-			return res, fmt.Errorf("apply snapshot of %s: %w", stream, err)
+			return res, -1, fmt.Errorf("apply snapshot of %s: %w", stream, err)
 		}
+	}
+	if head != nil {
 		res.SnapshotSeq, res.LastSeq, from = head.Seq, head.Seq, head.Offset
 	}
 	lastOff, lastEpoch := int64(-1), uint64(0)
 	var asm entryAssembler
-	err = readPartition(ctx, j.cfg.Brokers, j.cfg.Topic, o.p, from, func(r *kgo.Record) error {
+	err := readPartition(ctx, j.cfg.Brokers, j.cfg.Topic, p, from, func(r *kgo.Record) error {
 		if r.Attrs.IsControl() || string(r.Key) != stream {
 			return nil
 		}
@@ -416,21 +439,13 @@ func (j *KafkaJournal) Load(stream string, onSnapshot func(seq uint64, data []by
 		return nil
 	})
 	if err != nil {
-		return res, fmt.Errorf("load %s: %w", stream, err)
+		return res, -1, fmt.Errorf("load %s: %w", stream, err)
 	}
 	if asm.torn > 0 || asm.active {
 		j.log.Warn("kafka journal: split entries without their last part skipped", "stream", stream,
 			"torn", asm.torn, "incomplete_at_end", asm.active)
 	}
-	o.mu.Lock()
-	st := o.stream(stream)
-	st.broken = false
-	st.offs = st.offs[:0]
-	if lastOff >= 0 {
-		st.offs = append(st.offs, seqOff{seq: res.LastSeq, off: lastOff})
-	}
-	o.mu.Unlock()
-	return res, nil
+	return res, lastOff, nil
 }
 
 // snapHead is the head record of a snapshot (key "s/<stream>" in the snapshot topic): where its

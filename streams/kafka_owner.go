@@ -48,7 +48,11 @@ type seqOff struct {
 	off int64
 }
 
-const reqSnapshot reqKind = 100
+const (
+	reqSnapshot reqKind = 100
+	reqRecords  reqKind = 101 // extra records in the next transaction (a move's step: kafka_move.go)
+	reqImport   reqKind = 102 // a stream copied by a move: entries, snapshot, head at tail
+)
 
 // errRetryBatch marks a transaction that failed before its commit and was aborted.
 var errRetryBatch = errors.New("transaction aborted before its commit")
@@ -59,6 +63,11 @@ type kreq struct {
 	seq     uint64
 	payload []byte
 	done    func(error)
+	// reqRecords: records to produce as they are; reqImport: those and the streams a move copies,
+	// with the journal offset their heads point the tail at (kafka_move.go).
+	records []*kgo.Record
+	copies  []StreamCopy
+	tail    int64
 }
 
 func (o *partOwner) stream(name string) *kstream {
@@ -246,6 +255,16 @@ type pendingSnap struct {
 	head   *snapHead
 }
 
+// tailOffset is where the head's tail starts: for an imported stream, the offset the request
+// names (the journal's end before the transaction: what the copy appended comes after it, and
+// whatever an earlier stay of the stream left before it is not read).
+func (ps *pendingSnap) tailOffset(o *partOwner) int64 {
+	if ps.req.kind == reqImport {
+		return ps.req.tail
+	}
+	return o.tailOffset(ps.req.stream, ps.req.seq)
+}
+
 // commit writes batch in one transaction and answers every request with its outcome.
 func (o *partOwner) commit(batch []kreq) {
 	o.mu.Lock()
@@ -336,6 +355,17 @@ func (o *partOwner) transact(batch []kreq) (err error) {
 		wg.Add(1)
 		o.cl.Produce(ctx, r, promise)
 	}
+	chunks := func(ps *pendingSnap) {
+		r := ps.req
+		for k, at := 0, 0; at < len(r.payload) || k == 0; k++ {
+			end := min(at+c.SnapshotChunk, len(r.payload))
+			rec := &kgo.Record{Topic: c.SnapshotTopic, Partition: o.p, Key: []byte(chunkKey(r.stream, r.seq, k)),
+				Value: r.payload[at:end]}
+			ps.chunks = append(ps.chunks, rec)
+			produce(rec)
+			at = end
+		}
+	}
 	o.mu.Lock()
 	for i, r := range batch {
 		switch r.kind {
@@ -354,15 +384,25 @@ func (o *partOwner) transact(batch []kreq) (err error) {
 				continue
 			}
 			ps := &pendingSnap{req: r}
-			for k, at := 0, 0; at < len(r.payload) || k == 0; k++ {
-				end := min(at+c.SnapshotChunk, len(r.payload))
-				rec := &kgo.Record{Topic: c.SnapshotTopic, Partition: o.p, Key: []byte(chunkKey(r.stream, r.seq, k)),
-					Value: r.payload[at:end]}
-				ps.chunks = append(ps.chunks, rec)
-				produce(rec)
-				at = end
-			}
+			chunks(ps)
 			snaps = append(snaps, ps)
+		case reqRecords, reqImport:
+			for _, rec := range r.records {
+				cp := *rec // a record is not produced twice (a retried transaction)
+				produce(&cp)
+			}
+			for _, sc := range r.copies {
+				for _, e := range sc.Entries { // whole entries (Load): split again like an append
+					for _, rec := range entryRecords(c.Topic, o.p, sc.Stream, e.Seq, epoch, e.Payload, c.EntryChunk) {
+						produce(rec)
+					}
+				}
+				ps := &pendingSnap{req: kreq{kind: reqImport, stream: sc.Stream, seq: sc.SnapshotSeq, payload: sc.Snapshot, tail: r.tail}}
+				if sc.Snapshot != nil {
+					chunks(ps)
+				} // else a head without chunks: no snapshot, the tail starts at r.tail
+				snaps = append(snaps, ps)
+			}
 		}
 	}
 	o.mu.Unlock()
@@ -385,7 +425,7 @@ func (o *partOwner) transact(batch []kreq) (err error) {
 	for _, ps := range snaps {
 		r := ps.req
 		sum := sha256.Sum256(r.payload)
-		h := &snapHead{Stream: r.stream, Seq: r.seq, Offset: o.tailOffset(r.stream, r.seq), Epoch: o.epoch,
+		h := &snapHead{Stream: r.stream, Seq: r.seq, Offset: ps.tailOffset(o), Epoch: o.epoch,
 			Size: len(r.payload), SHA256: hex.EncodeToString(sum[:]), At: time.Now().UnixMilli()}
 		for _, ch := range ps.chunks {
 			h.Chunks = append(h.Chunks, ch.Offset)

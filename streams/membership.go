@@ -23,6 +23,9 @@ type MembershipConfig struct {
 	// Journal is the node's journal: assigned partitions are acquired on it, revoked ones released.
 	// Its topic is the group's topic.
 	Journal *KafkaJournal
+	// Directory, optional, is synced before an acquired partition is restored: the node then knows
+	// every move begun before it acquired the partition (it serves no organization that is moving).
+	Directory *Directory
 	// Restore rebuilds what runs for partition p once it is acquired (the organizations placed
 	// on it: snapshot + tail). It should return when they are ready or ctx ends (a revocation).
 	Restore func(ctx context.Context, p int32) error
@@ -184,7 +187,13 @@ func (m *Membership) take(ctx context.Context, mp *memberPart) {
 		}
 	}
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		err := m.cfg.Restore(ctx, mp.p)
+		var err error
+		if m.cfg.Directory != nil {
+			err = m.cfg.Directory.Sync(ctx)
+		}
+		if err == nil {
+			err = m.cfg.Restore(ctx, mp.p)
+		}
 		if err == nil {
 			break
 		}

@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/supplyplan/supplyplan"
@@ -21,27 +22,31 @@ type Ownership struct {
 
 var _ supplyplan.Owners = (*Ownership)(nil)
 
-// Owner implements supplyplan.Owners.
+// Owner implements supplyplan.Owners. An organization that is moving is reported restoring on
+// every node (its requests are answered 503 with Retry-After: 1 until the move is done).
 func (o *Ownership) Owner(org string) (addr string, local bool, restoring bool, err error) {
-	p, err := o.partition(org)
+	p, moving, err := o.partition(org)
 	if err != nil {
 		return "", false, false, err
 	}
 	if owned, active := o.Membership.State(p); owned {
-		return o.Addr, true, !active, nil
+		return o.Addr, true, !active || moving, nil
 	}
-	return o.remote(p), false, false, nil
+	return o.remote(p), false, moving, nil
 }
 
 // Serve returns nil when this node owns the stream's partition and restored it,
-// supplyplan.ErrRestoring while it restores it, else a *supplyplan.ErrNotOwner naming the owner.
+// supplyplan.ErrRestoring while it restores it or while the stream's organization moves, else a
+// *supplyplan.ErrNotOwner naming the owner.
 func (o *Ownership) Serve(stream string) error {
 	key := PlacementKey(stream)
-	p, err := o.partition(key)
+	p, moving, err := o.partition(key)
 	if err != nil {
 		return err
 	}
 	switch owned, active := o.Membership.State(p); {
+	case owned && active && moving:
+		return fmt.Errorf("organization %s is moving to another partition: %w", key, supplyplan.ErrRestoring)
 	case owned && active:
 		return nil
 	case owned:
@@ -50,19 +55,29 @@ func (o *Ownership) Serve(stream string) error {
 	return &supplyplan.ErrNotOwner{Org: key, Owner: o.remote(p)}
 }
 
+// Restores reports whether a restore of partition p starts stream's actor: placed on p, and its
+// organization not moving (a move in progress drains it on p; it is served on its new partition
+// once the move is done).
+func (o *Ownership) Restores(stream string, p int32) bool {
+	q, moving, err := o.partition(PlacementKey(stream))
+	return err == nil && q == p && !moving
+}
+
 // InPartition reports whether stream is placed on partition p.
 func (o *Ownership) InPartition(stream string, p int32) bool {
-	q, err := o.partition(PlacementKey(stream))
+	q, _, err := o.partition(PlacementKey(stream))
 	return err == nil && q == p
 }
 
-func (o *Ownership) partition(key string) (int32, error) {
-	if pl, ok := o.Directory.Lookup(key); ok {
-		return pl.Partition, nil
+// partition is the key's partition (placing a new organization), and whether it is moving.
+func (o *Ownership) partition(key string) (int32, bool, error) {
+	if pl, moving, ok := o.Directory.lookupMoving(key); ok {
+		return pl.Partition, moving, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return o.Directory.Partition(ctx, key)
+	p, err := o.Directory.Partition(ctx, key)
+	return p, false, err
 }
 
 // remote is the address of partition p's owner as the owner table knows it ("" unknown, or this

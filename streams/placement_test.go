@@ -90,15 +90,58 @@ func TestDirectoryMoveIsAudited(t *testing.T) {
 		t.Fatal("move of an unplaced organization accepted")
 	}
 	before := time.Now().Add(-time.Second)
-	m, err := a.Move(ctx, "org_move", to, "ops@example.com", "rebalance")
+	m, err := a.StartMove(ctx, "org_move", to, "ops@example.com", "rebalance")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.Applied || m.From != from || m.To != to || m.By != "ops@example.com" || m.At.Before(before) {
+	if !m.Applied || m.State != MovePending || m.From != from || m.To != to || m.By != "ops@example.com" || m.At.Before(before) || m.ID == "" {
 		t.Fatalf("move record %+v", m)
+	}
+	// Frozen until the partitions' owners record their steps (Mover): the placement stays, and
+	// no second move begins meanwhile.
+	if _, moving := a.Moving("org_move"); !moving {
+		t.Fatal("organization not frozen by its move")
+	}
+	if p, _ := a.Partition(ctx, "org_move"); p != from {
+		t.Fatalf("placement switched before the copy: %d", p)
+	}
+	if _, err := a.StartMove(ctx, "org_move", (to+1)%12, "ops@example.com", "second"); err == nil {
+		t.Fatal("second move accepted while one is in progress")
+	}
+	if _, err := a.StartMove(ctx, "org_move", from, "ops@example.com", "nowhere"); err == nil {
+		t.Fatal("move to the current partition accepted")
+	}
+	step := func(kind string) {
+		t.Helper()
+		rec, err := a.stepRecord(kind, m, MoveStep{Node: "n", Epoch: 1, At: time.Now().UTC()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.waitApplied(ctx, rec.Offset+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("move-done") // out of order: ignored
+	if cur, _ := a.Moving("org_move"); cur.State != MovePending {
+		t.Fatalf("a done step before the ready step applied: %+v", cur)
+	}
+	step("move-ready")
+	step("move-done")
+	m, err = a.WaitMove(ctx, "org_move", m.ID)
+	if err != nil || m.State != MoveDone || m.Ready == nil || m.Done == nil {
+		t.Fatalf("after its steps: %+v, %v", m, err)
 	}
 	if p, _ := a.Partition(ctx, "org_move"); p != to {
 		t.Fatalf("after the move: partition %d, want %d", p, to)
+	}
+	if _, moving := a.Moving("org_move"); moving {
+		t.Fatal("still frozen after the move")
+	}
+	if _, err := a.StartMove(ctx, "platform", 1, "ops@example.com", ""); err == nil {
+		t.Fatal("the platform's placement key moved")
 	}
 	// A second node, started later, sees the placement and the audit trail; a move naming a
 	// stale From (its view predates ours) is recorded but not applied.
@@ -118,7 +161,7 @@ func TestDirectoryMoveIsAudited(t *testing.T) {
 	}
 	c := MustDirectory(t, brokers, 12, "c")
 	for i, d := range []*Directory{a, b, c} {
-		if err := d.waitApplied(ctx, 3); err != nil { // place, move, stale move
+		if err := d.waitApplied(ctx, 6); err != nil { // place, move, 3 steps, stale move
 			t.Fatal(err)
 		}
 		if p, _ := d.Partition(ctx, "org_move"); p != to {

@@ -20,6 +20,7 @@ type cluster struct {
 	table    *streams.OwnerTable
 	members  *streams.Membership
 	own      *streams.Ownership
+	mover    *streams.Mover
 	stopBoot func()
 }
 
@@ -70,8 +71,9 @@ func (m *Main) openCluster() error {
 	c.table = table
 	c.own = &streams.Ownership{Directory: c.dir, Table: table, Addr: addr}
 	c.members = streams.NewMembership(streams.MembershipConfig{Brokers: brokers, Group: cfg.NodeGroup, Journal: c.journal, Logger: m.Log,
+		Directory: c.dir,
 		Restore: func(ctx context.Context, p int32) error {
-			return m.System.Core.Restore(ctx, func(s string) bool { return c.own.InPartition(s, p) })
+			return m.System.Core.Restore(ctx, func(s string) bool { return c.own.Restores(s, p) })
 		},
 		Resumed: func(ctx context.Context, p int32) {
 			m.System.Core.Resume(ctx, func(s string) bool { return c.own.InPartition(s, p) })
@@ -80,13 +82,28 @@ func (m *Main) openCluster() error {
 			m.System.Core.Stop(ctx, func(s string) bool { return c.own.InPartition(s, p) })
 		}})
 	c.own.Membership = c.members
+	// Moves of organizations between partitions (Directory.Move) are carried out by the owners
+	// of the partitions: this node's part.
+	c.mover = &streams.Mover{Directory: c.dir, Journal: c.journal, Membership: c.members, Node: cfg.NodeID, Logger: m.Log,
+		StopOrg: func(ctx context.Context, org string) {
+			m.System.Core.Stop(ctx, func(s string) bool { return streams.PlacementKey(s) == org })
+		},
+		Resumed: func(ctx context.Context, org string) {
+			m.System.Core.Resume(ctx, func(s string) bool { return streams.PlacementKey(s) == org })
+		}}
 	m.Owners, m.NodeID = c.own, cfg.NodeID
 	return nil
 }
 
 // joinCluster joins the nodes' group (once the services are open): partitions arrive, are
-// acquired and restored.
-func (m *Main) joinCluster() error { return m.cluster.members.Open() }
+// acquired and restored; the mover starts.
+func (m *Main) joinCluster() error {
+	if err := m.cluster.members.Open(); err != nil {
+		return err
+	}
+	m.cluster.mover.Start()
+	return nil
+}
 
 // bootstrapCluster creates the demo organization and merchant on whichever node owns the
 // platform stream: every node tries every second until it succeeds (the gate answers a node
@@ -120,6 +137,9 @@ func (m *Main) closeMembership(ctx context.Context, step func(string, func() err
 	c := m.cluster
 	if c.stopBoot != nil {
 		c.stopBoot()
+	}
+	if c.mover != nil {
+		c.mover.Close()
 	}
 	if c.members != nil {
 		step("membership", func() error { return c.members.Close(ctx) })
