@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,7 +16,8 @@ import (
 // A stream copied by a move (ReadStream on its partition, Import onto another) loads on the new
 // partition exactly as it did on the old one: its snapshot and the entries after it; a stream
 // without snapshot too, even over what an earlier stay on the new partition left there; and the
-// records given to Import commit in the same transaction.
+// records given to Import commit in the same transaction; an entry over the broker's message limit
+// is split into parts again on the new partition.
 func TestKafkaJournalImportCarriesStream(t *testing.T) {
 	brokers := MustKafka(t, 1)
 	ctx := context.Background()
@@ -42,8 +44,15 @@ func TestKafkaJournalImportCarriesStream(t *testing.T) {
 	if err := j.SaveSnapshot("tenant-org_a", 3, []byte("state@3")); err != nil {
 		t.Fatal(err)
 	}
+	// Entry 7 is over the broker's message limit: written as parts, copied whole, split again.
+	big := make([]byte, 3<<20)
+	_, _ = crand.Read(big) // incompressible: the broker checks its limit after compression
 	for seq := uint64(6); seq <= 7; seq++ {
-		if err := appendWait(j, "tenant-org_a", seq, fmt.Appendf(nil, "e%d", seq)); err != nil {
+		payload := fmt.Appendf(nil, "e%d", seq)
+		if seq == 7 {
+			payload = big
+		}
+		if err := appendWait(j, "tenant-org_a", seq, payload); err != nil {
 			t.Fatal(err)
 		}
 	}
