@@ -818,6 +818,12 @@ func (c *ChangeEntry) appendJSON(b []byte) ([]byte, bool) {
 	return w.b, w.ok
 }
 
+// AppendJSONString appends s as a JSON string, escaped exactly as encoding/json escapes it.
+func AppendJSONString(b []byte, s string) []byte {
+	b, _ = appendJSONString(b, s)
+	return b
+}
+
 // AppendEventJSON is AppendScenarioJSON for an event (the answer of every event write).
 func AppendEventJSON(b []byte, e *ExternalEvent) ([]byte, bool) { return e.appendJSON(b) }
 

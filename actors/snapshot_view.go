@@ -106,9 +106,13 @@ func copyField(dst, src reflect.Value) {
 			return
 		}
 		m := reflect.MakeMapWithSize(src.Type(), src.Len())
+		// One key and one value reused for every entry: Key and Value would allocate each.
+		k, v := reflect.New(src.Type().Key()).Elem(), reflect.New(src.Type().Elem()).Elem()
 		it := src.MapRange()
 		for it.Next() {
-			m.SetMapIndex(it.Key(), it.Value())
+			k.SetIterKey(it)
+			v.SetIterValue(it)
+			m.SetMapIndex(k, v)
 		}
 		dst.Set(m)
 	default:
@@ -159,15 +163,16 @@ func encodeSnapshot(view any, entries []*supplyplan.IdempotencyEntry, sizeHint i
 			continue
 		}
 		inner := byte('{')
+		key, value := reflect.New(fv.Type().Key()).Elem(), reflect.New(fv.Type().Elem()).Elem()
 		it := fv.MapRange()
 		for it.Next() {
 			buf.WriteByte(inner)
 			inner = ','
-			if err := enc.Encode(it.Key().String()); err != nil {
-				return nil, true, err
-			}
+			key.SetIterKey(it)
+			value.SetIterValue(it)
+			buf.Write(supplyplan.AppendJSONString(buf.AvailableBuffer(), key.String()))
 			buf.WriteByte(':')
-			val := it.Value().Interface()
+			val := value.Interface()
 			// Values with a hand-written encoding (events, change-history entries) skip reflection.
 			if b, ok := supplyplan.AppendJSON(buf.AvailableBuffer(), val); ok {
 				buf.Write(b)

@@ -116,6 +116,11 @@ func decodeEventFast(body []byte, in *supplyplan.EventInput) bool {
 type fastJSON struct {
 	b []byte
 	i int
+	// strs and nums hold the values strPtr and numPtr point to, a block at a time (one allocation
+	// for the usual body's strings instead of one per field; pointers into a block stay valid
+	// because a full block is replaced, never grown).
+	strs []string
+	nums []float64
 }
 
 func (p *fastJSON) ws() {
@@ -225,8 +230,11 @@ func (p *fastJSON) strPtr(dst **string) bool {
 	if !ok {
 		return false
 	}
-	v := string(s)
-	*dst = &v
+	if len(p.strs) == cap(p.strs) {
+		p.strs = make([]string, 0, 8)
+	}
+	p.strs = append(p.strs, string(s))
+	*dst = &p.strs[len(p.strs)-1]
 	return true
 }
 
@@ -295,6 +303,10 @@ func (p *fastJSON) numPtr(dst **float64) bool {
 		return false
 	}
 	p.i = j
-	*dst = &f
+	if len(p.nums) == cap(p.nums) {
+		p.nums = make([]float64, 0, 4)
+	}
+	p.nums = append(p.nums, f)
+	*dst = &p.nums[len(p.nums)-1]
 	return true
 }

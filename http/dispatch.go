@@ -39,7 +39,7 @@ func (d *dispatch) serve(ctx *fasthttp.RequestCtx, id []byte, r *Request) (rt *r
 	}()
 	// A request refused on its headers leaves its body unread on the connection: close it.
 	defer discardUnread(ctx)
-	rt, params, allow := d.router.matchRoute(ctx.Method(), ctx.Path())
+	rt, params, allow := d.router.matchRoute(ctx.Method(), ctx.Path(), r.paramBuf[:0])
 	if rt == nil {
 		if allow != "" {
 			ctx.Response.Header.Set("Allow", allow)

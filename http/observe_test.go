@@ -39,7 +39,7 @@ func TestLoopRuntimeObserver(t *testing.T) {
 	}
 
 	s.obs.access = nil
-	rt, _, _ := s.router.matchRoute([]byte("GET"), []byte("/health"))
+	rt, _, _ := s.router.matchRoute([]byte("GET"), []byte("/health"), nil)
 	var buf [requestIDMax]byte
 	if n := testing.AllocsPerRun(1000, func() {
 		id := s.obs.ids.of(&ctx, buf[:0])

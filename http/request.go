@@ -30,7 +30,9 @@ type Request struct {
 	Principal supplyplan.Principal
 	Org       supplyplan.Organization
 	params    params
-	server    *Server
+	// paramBuf holds params (no allocation of their own for up to four).
+	paramBuf [4]param
+	server   *Server
 	// budget is the listener's body budget, and decodeLimit the largest JSON body Decode takes
 	// (the server's BodyLimit).
 	budget      *BodyBudget

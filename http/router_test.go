@@ -38,3 +38,48 @@ func TestRouterPrecedenceAndParams(t *testing.T) {
 		}
 	}
 }
+
+// The split on every request (splitPathBytes, no allocation) agrees with splitPath, and a path of
+// more segments than it holds takes the general way with the same result.
+func TestRouterSplitWithoutAllocation(t *testing.T) {
+	paths := []string{"", "/", "//", "/a", "a", "/a/", "/a//b", "//a//b//", "/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p",
+		"/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q", "/api/forecast/scenarios/scn_1", "/x/%20/y"}
+	for _, p := range paths {
+		var buf [maxPathSegs][]byte
+		got, ok := splitPathBytes([]byte(p), buf[:0])
+		want := splitPath(p)
+		if !ok {
+			if len(want) <= maxPathSegs {
+				t.Errorf("%q: not split, want %q", p, want)
+			}
+			continue
+		}
+		if len(got) != len(want) {
+			t.Errorf("%q: %q, want %q", p, got, want)
+			continue
+		}
+		for i := range got {
+			if string(got[i]) != want[i] {
+				t.Errorf("%q: %q, want %q", p, got, want)
+			}
+		}
+	}
+	rt := newRouter()
+	long := "/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/:id"
+	rt.handle("GET", long, func(*Request) error { return nil })
+	rt.handle("GET", "/api/forecast/scenarios/:id", func(*Request) error { return nil })
+	r, ps, _ := rt.matchRoute([]byte("GET"), []byte("/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/42"), nil)
+	if r == nil || ps.get("id") != "42" {
+		t.Errorf("long path: route %v params %v, want %s with id 42", r, ps, long)
+	}
+	var pbuf [4]param
+	path := []byte("/api/forecast/scenarios/scn_1")
+	allocs := testing.AllocsPerRun(100, func() {
+		if r, _, _ := rt.matchRoute([]byte("GET"), path, pbuf[:0]); r == nil {
+			t.Fatal("no match")
+		}
+	})
+	if allocs > 1 { // the parameter's value
+		t.Errorf("%v allocations per match, want at most 1", allocs)
+	}
+}
