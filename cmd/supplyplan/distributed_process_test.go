@@ -673,6 +673,10 @@ func TestDistributedKill9(t *testing.T) {
 		}
 		return nil
 	})
+	// The owner now (the partitions may have moved since the start, while the nodes joined).
+	if first, _, epoch0 = d.owner(org); first < 0 {
+		t.Fatalf("owner of %s unknown", org)
+	}
 	d.kill9(first)
 	dead.Store(int32(first))
 	killed := time.Now()
