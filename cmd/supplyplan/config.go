@@ -52,6 +52,10 @@ type Config struct {
 	NodeID            string
 	AdvertiseAddr     string
 
+	// NodeSessionTimeout is the session of a node in the nodes' group (and, in distributed
+	// mode, in the demand-signal consumer's): a node silent this long loses its partitions.
+	NodeSessionTimeout time.Duration
+
 	ClickHouseAddr     string
 	ClickHouseDatabase string
 	ClickHouseUser     string
@@ -186,6 +190,8 @@ func DefaultConfig() Config {
 		NodeID:            envString("SUPPLYPLAN_NODE_ID", hostname()),
 		AdvertiseAddr:     envString("SUPPLYPLAN_ADVERTISE_ADDR", ""),
 
+		NodeSessionTimeout: envDuration("SUPPLYPLAN_NODE_SESSION_TIMEOUT", 10*time.Second),
+
 		ClickHouseAddr:     envString("SUPPLYPLAN_CLICKHOUSE_ADDR", ""),
 		ClickHouseDatabase: envString("SUPPLYPLAN_CLICKHOUSE_DATABASE", "supplyplan"),
 		ClickHouseUser:     envString("SUPPLYPLAN_CLICKHOUSE_USER", "default"),
@@ -284,6 +290,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.JournalPartitions, "journal-partitions", c.JournalPartitions, "distributed mode: partitions of the journal topic, fixed for the life of a deployment (SUPPLYPLAN_JOURNAL_PARTITIONS)")
 	fs.StringVar(&c.NodeGroup, "node-group", c.NodeGroup, "distributed mode: consumer group the nodes join to share the journal partitions (SUPPLYPLAN_NODE_GROUP)")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "distributed mode: this node's name in the owner records (default: the hostname) (SUPPLYPLAN_NODE_ID)")
+	fs.DurationVar(&c.NodeSessionTimeout, "node-session-timeout", c.NodeSessionTimeout, "distributed mode: a node silent this long loses its partitions to the others (nodes' group and demand-signal consumer; heartbeats every tenth of it) (SUPPLYPLAN_NODE_SESSION_TIMEOUT)")
 	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", c.AdvertiseAddr, "distributed mode: host:port other nodes reach this node's REST API at (default: --api-addr) (SUPPLYPLAN_ADVERTISE_ADDR)")
 	fs.StringVar(&c.ClickHouseAddr, "clickhouse-addr", c.ClickHouseAddr, "ClickHouse native-protocol host:port for demand history; empty = embedded store in the data dir (SUPPLYPLAN_CLICKHOUSE_ADDR)")
 	fs.StringVar(&c.ClickHouseDatabase, "clickhouse-database", c.ClickHouseDatabase, "ClickHouse database, created if missing (SUPPLYPLAN_CLICKHOUSE_DATABASE)")

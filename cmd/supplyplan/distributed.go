@@ -21,6 +21,7 @@ type cluster struct {
 	members  *streams.Membership
 	own      *streams.Ownership
 	mover    *streams.Mover
+	placed   *streams.PlacedSignals // demand signals by partition (nil without a signal consumer)
 	stopBoot func()
 }
 
@@ -35,6 +36,9 @@ func (c Config) checkMode() error {
 		}
 		if c.JournalPartitions <= 0 {
 			return fmt.Errorf("--journal-partitions must be positive, not %d", c.JournalPartitions)
+		}
+		if c.NodeSessionTimeout <= 0 {
+			return fmt.Errorf("--node-session-timeout must be positive, not %s", c.NodeSessionTimeout)
 		}
 		if c.NodeID == "" {
 			return errors.New("--node-id is required in distributed mode (the host has no name)")
@@ -71,12 +75,16 @@ func (m *Main) openCluster() error {
 	c.table = table
 	c.own = &streams.Ownership{Directory: c.dir, Table: table, Addr: addr}
 	c.members = streams.NewMembership(streams.MembershipConfig{Brokers: brokers, Group: cfg.NodeGroup, Journal: c.journal, Logger: m.Log,
-		Directory: c.dir,
+		Directory:      c.dir,
+		SessionTimeout: cfg.NodeSessionTimeout, HeartbeatInterval: cfg.NodeSessionTimeout / 10,
 		Restore: func(ctx context.Context, p int32) error {
 			return m.System.Core.Restore(ctx, func(s string) bool { return c.own.Restores(s, p) })
 		},
 		Resumed: func(ctx context.Context, p int32) {
 			m.System.Core.Resume(ctx, func(s string) bool { return c.own.InPartition(s, p) })
+			if c.placed != nil {
+				c.placed.Run(ctx, p) // until the partition is revoked (the revocation waits for it)
+			}
 		},
 		Stop: func(ctx context.Context, p int32, _ bool) {
 			m.System.Core.Stop(ctx, func(s string) bool { return c.own.InPartition(s, p) })
@@ -93,6 +101,22 @@ func (m *Main) openCluster() error {
 		}}
 	m.Owners, m.NodeID = c.own, cfg.NodeID
 	return nil
+}
+
+// openPlacedSignals returns the demand-signal consumer's sink in distributed mode: signals go to
+// their organization's partition of the placed topic, read by that partition's owner
+// (streams.PlacedSignals, docs/distributed.md).
+func (m *Main) openPlacedSignals() (supplyplan.SignalSink, error) {
+	c := m.cluster
+	p := streams.NewPlacedSignals(streams.PlacedSignalsConfig{Brokers: strings.Split(m.Config.KafkaBrokers, ","),
+		Topic: m.Config.KafkaTopic + ".placed", Group: m.Config.KafkaGroup + "-placed", Partitions: m.Config.JournalPartitions,
+		Locate: c.dir.Partition, Logger: m.Log,
+		Known: func(org string) bool { _, ok := m.System.Platform.Organization(org); return ok }}, m.System.Signals)
+	if err := p.Open(); err != nil {
+		return nil, fmt.Errorf("open placed signals: %w", err)
+	}
+	c.placed = p
+	return p, nil
 }
 
 // joinCluster joins the nodes' group (once the services are open): partitions arrive, are
@@ -149,6 +173,9 @@ func (m *Main) closeMembership(ctx context.Context, step func(string, func() err
 // closeCluster closes the journal, the owner table and the directory (after the core).
 func (m *Main) closeCluster(ctx context.Context, step func(string, func() error)) {
 	c := m.cluster
+	if c.placed != nil {
+		c.placed.Close()
+	}
 	if c.journal != nil {
 		step("kafka journal", func() error { return c.journal.Close(ctx) })
 	}

@@ -165,8 +165,17 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("open signal stream: %w", err)
 	}
 	if cfg.KafkaBrokers != "" {
+		var sink supplyplan.SignalSink = m.System.Signals
+		var session time.Duration // the consumer's default
+		if m.cluster != nil {     // distributed: to the owner of the organization's partition
+			if sink, err = m.openPlacedSignals(); err != nil {
+				return err
+			}
+			session = cfg.NodeSessionTimeout
+		}
 		m.Kafka = streams.NewSignalConsumer(streams.SignalConsumerConfig{Brokers: strings.Split(cfg.KafkaBrokers, ","),
-			Topic: cfg.KafkaTopic, GroupID: cfg.KafkaGroup, Logger: m.Log, Metrics: m.Metrics}, m.System.Signals)
+			Topic: cfg.KafkaTopic, GroupID: cfg.KafkaGroup, Logger: m.Log, Metrics: m.Metrics,
+			SessionTimeout: session, HeartbeatInterval: session / 10}, sink)
 		if err := m.Kafka.Open(); err != nil {
 			return fmt.Errorf("open kafka signal consumer: %w", err)
 		}
