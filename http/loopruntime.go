@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -250,14 +251,22 @@ func instanceResponse(r *Request, status int, in supplyplan.LoopInstance) error 
 	r.Ctx.Response.Header.Set("ETag", in.ETag())
 	// The hand-written encoding writes json.Marshal's bytes without its reflection (one per
 	// transition); it declines what it does not handle, which encoding/json then writes.
-	if b, ok := supplyplan.AppendLoopInstanceJSON(make([]byte, 0, 1024), &in); ok {
+	buf := instanceBuffers.Get().(*[]byte)
+	defer instanceBuffers.Put(buf)
+	if b, ok := supplyplan.AppendLoopInstanceJSON((*buf)[:0], &in); ok {
 		r.Ctx.SetStatusCode(status)
 		r.Ctx.SetContentType("application/json")
-		r.Ctx.SetBody(b)
+		r.Ctx.SetBody(b) // a copy
+		if cap(b) <= maxPooledResponse {
+			*buf = b
+		}
 		return nil
 	}
 	return r.JSON(status, in)
 }
+
+// instanceBuffers are the buffers instances are encoded into before SetBody copies them.
+var instanceBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func (s *LoopRuntimeServer) start(r *Request, c *runCaller) error {
 	var in struct {
