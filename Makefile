@@ -40,6 +40,9 @@ fuzz:
 	$(GO) test ./internal/strictjson -run '^$$' -fuzz FuzzCheck -fuzztime 30s
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzScan -fuzztime 30s
 	$(GO) test ./rpc -run '^$$' -fuzz FuzzHandleMCP -fuzztime 30s
+	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeTransition -fuzztime 30s
+	$(GO) test . -run '^$$' -fuzz FuzzDecodePlainJSON -fuzztime 30s
+	$(GO) test ./jwtauth -run '^$$' -fuzz FuzzEd25519Verify -fuzztime 30s
 
 # The memory section loads the full tenant (10,000 products x 500 locations) with 26 weeks of
 # history so that make bench stays under 30 minutes; it measures the cost per week and projects

@@ -22,6 +22,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/ClickHouse/ch-go v0.74.0 // indirect
 	github.com/DataDog/gostackparse v0.7.0 // indirect
 	github.com/VictoriaMetrics/metrics v1.45.0 // indirect

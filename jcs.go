@@ -38,6 +38,14 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 // object's) or, for syntax, the offset: the shape of the strict check of request bodies
 // (internal/strictjson), without depending on it.
 func decodeJSONValue(data []byte) (any, error) {
+	if v, ok := decodePlainJSON(data); ok {
+		return v, nil
+	}
+	return decodeJSONTokens(data)
+}
+
+// decodeJSONTokens is decodeJSONValue on encoding/json's token stream (every text it declines).
+func decodeJSONTokens(data []byte) (any, error) {
 	d := ijsonDecoder{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	d.dec.UseNumber()
 	tok, lit, err := d.token()
@@ -53,6 +61,190 @@ func decodeJSONValue(data []byte) (any, error) {
 		return nil, malformed("body", fmt.Sprintf("unexpected data after the JSON value (offset %d)", len(data)-len(rest)))
 	}
 	return v, nil
+}
+
+// decodePlainJSON is decodeJSONValue's fast path: one pass over the bytes building the same
+// value, for the JSON texts it takes without a doubt (valid, strings without escapes and of valid
+// UTF-8, no member name twice, nesting up to plainJSONDepth). It declines (ok false) everything
+// else, which the token stream then decodes or refuses with its own error: the results of the two
+// paths are the same (FuzzDecodePlainJSON), only the fast one allocates no token per value.
+func decodePlainJSON(data []byte) (v any, ok bool) {
+	p := plainJSON{b: data}
+	i := p.ws(0)
+	v, i, ok = p.value(i, 0)
+	if !ok || p.ws(i) != len(data) {
+		return nil, false
+	}
+	return v, true
+}
+
+// plainJSONDepth is the nesting decodePlainJSON takes; deeper texts take the token stream.
+const plainJSONDepth = 64
+
+type plainJSON struct{ b []byte }
+
+func (p *plainJSON) ws(i int) int {
+	for i < len(p.b) && (p.b[i] == ' ' || p.b[i] == '\n' || p.b[i] == '\t' || p.b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// value decodes the value at b[i] and returns the offset after it.
+func (p *plainJSON) value(i, depth int) (any, int, bool) {
+	b := p.b
+	if i >= len(b) {
+		return nil, i, false
+	}
+	switch c := b[i]; {
+	case c == '{':
+		if depth >= plainJSONDepth {
+			return nil, i, false
+		}
+		return p.object(i+1, depth+1)
+	case c == '[':
+		if depth >= plainJSONDepth {
+			return nil, i, false
+		}
+		return p.array(i+1, depth+1)
+	case c == '"':
+		s, next, ok := p.str(i + 1)
+		return s, next, ok
+	case c == 't':
+		return true, i + 4, len(b)-i >= 4 && string(b[i:i+4]) == "true"
+	case c == 'f':
+		return false, i + 5, len(b)-i >= 5 && string(b[i:i+5]) == "false"
+	case c == 'n':
+		return nil, i + 4, len(b)-i >= 4 && string(b[i:i+4]) == "null"
+	case c == '-' || c >= '0' && c <= '9':
+		end, ok := plainNumber(b, i)
+		if !ok {
+			return nil, i, false
+		}
+		return json.Number(b[i:end]), end, true
+	}
+	return nil, i, false
+}
+
+// str decodes the string whose body starts at b[i] (after the quote): no escape, no control
+// character, valid UTF-8.
+func (p *plainJSON) str(i int) (string, int, bool) {
+	b := p.b
+	q := bytes.IndexByte(b[i:], '"')
+	if q < 0 {
+		return "", i, false
+	}
+	body := b[i : i+q]
+	ascii := true
+	for _, c := range body {
+		if c < 0x20 || c == '\\' {
+			return "", i, false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(body) {
+		return "", i, false
+	}
+	return string(body), i + q + 1, true
+}
+
+func (p *plainJSON) object(i, depth int) (any, int, bool) {
+	b := p.b
+	m := map[string]any{}
+	i = p.ws(i)
+	if i < len(b) && b[i] == '}' {
+		return m, i + 1, true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, i, false
+		}
+		name, next, ok := p.str(i + 1)
+		if !ok {
+			return nil, i, false
+		}
+		if _, dup := m[name]; dup {
+			return nil, i, false
+		}
+		if i = p.ws(next); i >= len(b) || b[i] != ':' {
+			return nil, i, false
+		}
+		v, next, ok := p.value(p.ws(i+1), depth)
+		if !ok {
+			return nil, i, false
+		}
+		m[name] = v
+		switch i = p.ws(next); {
+		case i < len(b) && b[i] == ',':
+			i = p.ws(i + 1)
+		case i < len(b) && b[i] == '}':
+			return m, i + 1, true
+		default:
+			return nil, i, false
+		}
+	}
+}
+
+func (p *plainJSON) array(i, depth int) (any, int, bool) {
+	b := p.b
+	a := []any{}
+	i = p.ws(i)
+	if i < len(b) && b[i] == ']' {
+		return a, i + 1, true
+	}
+	for {
+		v, next, ok := p.value(i, depth)
+		if !ok {
+			return nil, i, false
+		}
+		a = append(a, v)
+		switch i = p.ws(next); {
+		case i < len(b) && b[i] == ',':
+			i = p.ws(i + 1)
+		case i < len(b) && b[i] == ']':
+			return a, i + 1, true
+		default:
+			return nil, i, false
+		}
+	}
+}
+
+// plainNumber scans the JSON number at b[i]: the offset after it, false when it is malformed.
+func plainNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		}
+	default:
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return i, false
+		}
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return i, false
+		}
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		}
+	}
+	return i, true
 }
 
 // maxJSONDepth is encoding/json's nesting limit (its token stream has none of its own).

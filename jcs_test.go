@@ -3,6 +3,7 @@ package supplyplan
 import (
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -209,4 +210,52 @@ func TestCompareUTF16(t *testing.T) {
 	if compareUTF16("a", "ab") >= 0 || compareUTF16("ab", "a") <= 0 || compareUTF16("ab", "ab") != 0 {
 		t.Error("prefix ordering wrong")
 	}
+}
+
+// plainJSONCorpus: texts the fast path takes and texts it must decline (escapes, invalid UTF-8,
+// a name twice, syntax errors, depth).
+var plainJSONCorpus = []string{
+	`{"defects":[{"code":"SCRATCH","quantity":1}]}`, `{}`, `[]`, ` { "a" : [ 1 , -0.5e+3 , true , false , null ] } `,
+	`"héllo"`, `"\u00e9"`, `{"a":"b\"c"}`, `{"a":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":01}`, `[1,]`, `{"a":1,}`,
+	`{"a" 1}`, `[1 2]`, `tru`, `nul`, `-`, `1.`, `1e`, `1e+`, `{"a":1} x`, "\"\x01\"", `{"a":{"b":{"c":[[[]]]}}}`,
+	strings.Repeat("[", 65) + strings.Repeat("]", 65), strings.Repeat("[", 64) + strings.Repeat("]", 64), `1e400`, `""`,
+	`{"":0}`, `[{"a":1},{"a":1}]`, "\t\r\n 7 \n", `{"a":"\ud800"}`, `{"\u0061":1,"a":2}`, `truex`, `[true,]`,
+}
+
+func TestDecodePlainJSONMatchesTheTokenStream(t *testing.T) {
+	took := 0
+	for _, s := range plainJSONCorpus {
+		if checkPlainJSON(t, []byte(s)) {
+			took++
+		}
+	}
+	if took < 10 || took == len(plainJSONCorpus) {
+		t.Fatalf("the fast path took %d of %d texts: the corpus no longer covers both paths", took, len(plainJSONCorpus))
+	}
+	if _, ok := decodePlainJSON([]byte(strings.Repeat("[", 65) + strings.Repeat("]", 65))); ok {
+		t.Fatal("the fast path took a text nested deeper than plainJSONDepth")
+	}
+	for _, s := range []string{`{"a":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":"\u00e9"}`, `[1,]`} {
+		if _, ok := decodePlainJSON([]byte(s)); ok {
+			t.Errorf("the fast path took %q", s)
+		}
+	}
+}
+
+// checkPlainJSON compares the fast path with the token stream on data; it reports whether the fast
+// path took it.
+func checkPlainJSON(t *testing.T, data []byte) bool {
+	t.Helper()
+	fast, ok := decodePlainJSON(data)
+	slow, err := decodeJSONTokens(data)
+	if !ok {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%q: the fast path decoded what the token stream refuses (%v)", data, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%q: fast path %#v, token stream %#v", data, fast, slow)
+	}
+	return true
 }

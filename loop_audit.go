@@ -64,7 +64,7 @@ func (e LoopEvent) canonical() ([]byte, error) {
 	if y := e.OccurredAt.Year(); y < 0 || y > 9999 {
 		return e.canonicalSlow()
 	}
-	buf := make([]byte, 0, 512+len(e.Payload))
+	buf := make([]byte, 0, 640+len(e.Payload)+len(e.PrevHash)+len(e.Reason)+len(e.IdempotencyKey))
 	buf = append(buf, `{"actor":{`...)
 	comma := false
 	member := func(name string) {
@@ -160,10 +160,13 @@ func (e LoopEvent) ComputeHash() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("canonicalize loop event: %w", err)
 	}
-	h := sha256.New()
-	h.Write(c)
-	h.Write([]byte(e.PrevHash))
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	// One buffer for the canonical bytes and the previous hash (canonical leaves room for it), one
+	// string for the result.
+	sum := sha256.Sum256(append(c, e.PrevHash...))
+	var out [len("sha256:") + 2*sha256.Size]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[len("sha256:"):], sum[:])
+	return string(out[:]), nil
 }
 
 // LoopAuditVerification is the answer of GET /v1/instances/{id}/audit/verify.

@@ -61,22 +61,28 @@ type LoopCommitmentEvent struct {
 // from its plan, set before each change).
 func (s *LoopRunState) SetCommitment(n int64) { s.commitment = n }
 
-// countTransition counts one transition at now, returning the records of the month's usage and of
-// the threshold events it reaches (each at most once per month).
-func (s *LoopRunState) countTransition(now time.Time, pending map[string]*LoopUsage) []Record {
-	period := LoopPeriod(now)
-	u, ok := pending[period]
-	if !ok {
+// countTransition counts one transition at now, appending to recs the records of the month's
+// usage and of the threshold events it reaches (each at most once per month). pending holds the
+// usage as the change's records leave it so far (several transitions of one change count on one
+// another).
+func (s *LoopRunState) countTransition(now time.Time, pending *[]*LoopUsage, recs []Record) []Record {
+	period := s.period(now)
+	var u *LoopUsage
+	for _, p := range *pending {
+		if p.Period == period {
+			u = p
+		}
+	}
+	if u == nil {
 		u = &LoopUsage{Period: period}
 		if cur, ok := s.Usage[period]; ok {
 			c := *cur
 			c.Reached = slices.Clone(cur.Reached)
 			u = &c
 		}
-		pending[period] = u
+		*pending = append(*pending, u)
 	}
 	u.Transitions++
-	recs := []Record{}
 	if s.commitment > 0 {
 		for _, pct := range LoopCommitmentThresholds {
 			if slices.Contains(u.Reached, pct) || u.Transitions*100 < s.commitment*int64(pct) {
@@ -91,6 +97,15 @@ func (s *LoopRunState) countTransition(now time.Time, pending map[string]*LoopUs
 	c := *u
 	c.Reached = slices.Clone(u.Reached)
 	return append(recs, Put(KindLoopUsage, period, &c))
+}
+
+// period is LoopPeriod(now), the string kept from the last call for a time of the same month.
+func (s *LoopRunState) period(now time.Time) string {
+	y, m, _ := now.UTC().Date()
+	if s.periodYear != y || s.periodMonth != m || s.periodName == "" {
+		s.periodYear, s.periodMonth, s.periodName = y, m, LoopPeriod(now)
+	}
+	return s.periodName
 }
 
 // UsageView is the usage of the month of now against commitment.

@@ -67,3 +67,15 @@ func FuzzParseLoopManifest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodePlainJSON: the fast path of decodeJSONValue decodes what it takes as the token stream
+// does, and declines nothing the token stream would decode differently: whatever it returns, the
+// token stream returns the same value for.
+func FuzzDecodePlainJSON(f *testing.F) {
+	for _, s := range plainJSONCorpus {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkPlainJSON(t, data)
+	})
+}

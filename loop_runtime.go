@@ -202,10 +202,14 @@ type LoopRunState struct {
 	// Derived: parsed manifests by digest, the open instance of each (loop, businessKey), and the
 	// earliest armed timer (zero: none known).
 	manifests map[string]*LoopManifest
-	open      map[string]string
+	open      map[loopOpenKey]string
 	nextDue   time.Time
 	// commitment is the organization's monthly commitment of transitions (SetCommitment).
 	commitment int64
+	// The usage period of the last transition counted (period).
+	periodYear  int
+	periodMonth time.Month
+	periodName  string
 }
 
 // NewLoopRunState returns the empty state of an organization.
@@ -225,7 +229,7 @@ func (s *LoopRunState) init() {
 	initMap(&s.Usage)
 	s.OutboxState.init()
 	s.manifests = map[string]*LoopManifest{}
-	s.open = map[string]string{}
+	s.open = map[loopOpenKey]string{}
 	s.nextDue = time.Time{}
 	for _, d := range s.Definitions {
 		s.cacheManifest(d)
@@ -257,7 +261,11 @@ func (s *LoopRunState) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func openKey(loop, businessKey string) string { return loop + "\x00" + businessKey }
+// loopOpenKey is a (loop, businessKey) pair: a struct key, so that indexing an instance at every
+// change allocates no joined string.
+type loopOpenKey struct{ loop, businessKey string }
+
+func openKey(loop, businessKey string) loopOpenKey { return loopOpenKey{loop, businessKey} }
 
 // index updates the derived indexes for in.
 func (s *LoopRunState) index(in *LoopInstance) {
@@ -464,7 +472,7 @@ type LoopResult struct {
 	Replay   *LoopIdem
 	// usage is the month's usage as the change's records leave it (several transitions of one
 	// change count on one another).
-	usage map[string]*LoopUsage
+	usage []*LoopUsage
 }
 
 // Start creates an instance (or, with USE_EXISTING, returns the open one of its business key).
@@ -729,6 +737,9 @@ func validateLoopPayload(t *LoopTransition, payload json.RawMessage) error {
 	return err
 }
 
+// emptyPayload is the decoded empty payload (validation only reads it).
+var emptyPayload = map[string]any{}
+
 // canonicalLoopPayload checks a transition's payload against its schema (root "payload") and
 // returns its canonical form (RFC 8785; {} for none), from one strict decode.
 func canonicalLoopPayload(t *LoopTransition, payload json.RawMessage) (json.RawMessage, error) {
@@ -738,8 +749,9 @@ func canonicalLoopPayload(t *LoopTransition, payload json.RawMessage) (json.RawM
 	}
 	if len(p) == 0 || string(p) == "null" || string(p) == "{}" {
 		if t.Input != nil {
-			if err := t.Input.ValidatePayload([]byte("{}"), "payload"); err != nil {
-				return nil, err
+			fe := FieldErrors{}
+			if t.Input.Validate(emptyPayload, "payload", fe); len(fe) > 0 {
+				return nil, fe.Err()
 			}
 		}
 		return json.RawMessage("{}"), nil
@@ -828,14 +840,12 @@ func (s *LoopRunState) fire(inst *LoopInstance, m *LoopManifest, t *LoopTransiti
 	if typ == LoopEventTimeout {
 		ev.Actor = SystemLoopActor
 	}
-	if res.usage == nil {
-		res.usage = map[string]*LoopUsage{}
-	}
-	for _, r := range s.countTransition(now, res.usage) {
+	counted := len(recs)
+	recs = s.countTransition(now, &res.usage, recs)
+	for _, r := range recs[counted:] {
 		if r.Kind == KindPendingEvent {
 			res.Events = append(res.Events, *r.Value.(*DomainEvent))
 		}
-		recs = append(recs, r)
 	}
 	return s.change(inst, ev, payload, meta, now, res, recs)
 }

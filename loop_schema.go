@@ -432,40 +432,86 @@ func (s *InputSchema) ValidatePayload(data []byte, root string) error {
 // Validate checks a decoded JSON value (as decodeJSONValue returns it) and adds each problem to
 // fe under its path.
 func (s *InputSchema) Validate(v any, path string, fe FieldErrors) {
+	p := valuePath{root: path}
+	s.validate(v, &p, fe)
+}
+
+// valuePath is the path of the value under validation, as a stack of member names and array
+// indexes under the root, rendered only when a problem is reported: a payload that validates
+// builds no path string.
+type valuePath struct {
+	root string
+	segs []pathSeg
+}
+
+// pathSeg is a member name or, when isIndex, an array index.
+type pathSeg struct {
+	name    string
+	index   int
+	isIndex bool
+}
+
+func (p *valuePath) push(s pathSeg) { p.segs = append(p.segs, s) }
+func (p *valuePath) pop()           { p.segs = p.segs[:len(p.segs)-1] }
+
+func (p *valuePath) String() string {
+	var b strings.Builder
+	b.WriteString(p.root)
+	for _, s := range p.segs {
+		if s.isIndex {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.index))
+			b.WriteByte(']')
+			continue
+		}
+		b.WriteByte('.')
+		b.WriteString(s.name)
+	}
+	return b.String()
+}
+
+// child renders the path of member name under the current value.
+func (p *valuePath) child(name string) string {
+	p.push(pathSeg{name: name})
+	defer p.pop()
+	return p.String()
+}
+
+func (s *InputSchema) validate(v any, p *valuePath, fe FieldErrors) {
 	if s == nil {
 		return
 	}
 	if s.never {
-		fe.Add(path, "is not allowed")
+		fe.Add(p.String(), "is not allowed")
 		return
 	}
 	kind := jsonKind(v)
 	if len(s.types) > 0 && !slices.Contains(s.types, kind) &&
 		!(kind == "number" && slices.Contains(s.types, "integer") && isIntegral(v)) {
-		fe.Add(path, "must be of type %s", strings.Join(s.types, " or "))
+		fe.Add(p.String(), "must be of type %s", strings.Join(s.types, " or "))
 		return
 	}
 	if s.constant != nil || len(s.enum) > 0 {
 		c, err := AppendCanonicalJSON(nil, v)
 		switch {
 		case err != nil:
-			fe.Add(path, "%v", err)
+			fe.Add(p.String(), "%v", err)
 			return
 		case s.constant != nil && string(c) != *s.constant:
-			fe.Add(path, "must be %s", *s.constant)
+			fe.Add(p.String(), "must be %s", *s.constant)
 		case len(s.enum) > 0 && !slices.Contains(s.enum, string(c)):
-			fe.Add(path, "must be one of %s", strings.Join(s.enum, ", "))
+			fe.Add(p.String(), "must be one of %s", strings.Join(s.enum, ", "))
 		}
 	}
 	switch x := v.(type) {
 	case json.Number:
-		s.validateNumber(x, path, fe)
+		s.validateNumber(x, p, fe)
 	case string:
-		s.validateString(x, path, fe)
+		s.validateString(x, p, fe)
 	case map[string]any:
-		s.validateObject(x, path, fe)
+		s.validateObject(x, p, fe)
 	case []any:
-		s.validateArray(x, path, fe)
+		s.validateArray(x, p, fe)
 	}
 }
 
@@ -494,26 +540,26 @@ func isIntegral(v any) bool {
 	return err == nil && !math.IsInf(f, 0) && f == math.Trunc(f)
 }
 
-func (s *InputSchema) validateNumber(n json.Number, path string, fe FieldErrors) {
+func (s *InputSchema) validateNumber(n json.Number, p *valuePath, fe FieldErrors) {
 	f, err := strconv.ParseFloat(string(n), 64)
 	if err != nil || math.IsInf(f, 0) {
-		fe.Add(path, "is out of range")
+		fe.Add(p.String(), "is out of range")
 		return
 	}
 	switch {
 	case s.minimum != nil && f < *s.minimum:
-		fe.Add(path, "must be at least %s", fmtSchemaNumber(*s.minimum))
+		fe.Add(p.String(), "must be at least %s", fmtSchemaNumber(*s.minimum))
 	case s.exclMin != nil && f <= *s.exclMin:
-		fe.Add(path, "must be greater than %s", fmtSchemaNumber(*s.exclMin))
+		fe.Add(p.String(), "must be greater than %s", fmtSchemaNumber(*s.exclMin))
 	}
 	switch {
 	case s.maximum != nil && f > *s.maximum:
-		fe.Add(path, "must be at most %s", fmtSchemaNumber(*s.maximum))
+		fe.Add(p.String(), "must be at most %s", fmtSchemaNumber(*s.maximum))
 	case s.exclMax != nil && f >= *s.exclMax:
-		fe.Add(path, "must be less than %s", fmtSchemaNumber(*s.exclMax))
+		fe.Add(p.String(), "must be less than %s", fmtSchemaNumber(*s.exclMax))
 	}
 	if s.multipleOf != "" && !isMultipleOf(n, s.multipleOf) {
-		fe.Add(path, "must be a multiple of %s", s.multipleOf)
+		fe.Add(p.String(), "must be a multiple of %s", s.multipleOf)
 	}
 }
 
@@ -553,21 +599,21 @@ func decimalRat(n json.Number) (*big.Rat, bool) {
 	return r, ok
 }
 
-func (s *InputSchema) validateString(v, path string, fe FieldErrors) {
+func (s *InputSchema) validateString(v string, p *valuePath, fe FieldErrors) {
 	if s.minLength > 0 || s.maxLength >= 0 {
 		n := utf8.RuneCountInString(v)
 		if n < s.minLength {
-			fe.Add(path, "must be at least %d characters", s.minLength)
+			fe.Add(p.String(), "must be at least %d characters", s.minLength)
 		}
 		if s.maxLength >= 0 && n > s.maxLength {
-			fe.Add(path, "must be at most %d characters", s.maxLength)
+			fe.Add(p.String(), "must be at most %d characters", s.maxLength)
 		}
 	}
 	if s.pattern != nil && !s.pattern.MatchString(v) {
-		fe.Add(path, "must match the pattern %s", s.pattern)
+		fe.Add(p.String(), "must match the pattern %s", s.pattern)
 	}
 	if s.format != "" && !validFormat(s.format, v) {
-		fe.Add(path, "must be a valid %s", s.format)
+		fe.Add(p.String(), "must be a valid %s", s.format)
 	}
 }
 
@@ -589,62 +635,66 @@ func validFormat(format, v string) bool {
 	return true
 }
 
-func (s *InputSchema) validateObject(obj map[string]any, path string, fe FieldErrors) {
+func (s *InputSchema) validateObject(obj map[string]any, p *valuePath, fe FieldErrors) {
 	for _, name := range s.required {
 		if _, ok := obj[name]; !ok {
-			fe.Add(path+"."+name, "is required")
+			fe.Add(p.child(name), "is required")
 		}
 	}
 	if len(obj) < s.minProps {
-		fe.Add(path, "must have at least %d properties", s.minProps)
+		fe.Add(p.String(), "must have at least %d properties", s.minProps)
 	}
 	if s.maxProps >= 0 && len(obj) > s.maxProps {
-		fe.Add(path, "must have at most %d properties", s.maxProps)
+		fe.Add(p.String(), "must have at most %d properties", s.maxProps)
 	}
-	names := make([]string, 0, len(obj))
+	var buf [8]string
+	names := buf[:0]
 	for k := range obj {
 		names = append(names, k)
 	}
 	slices.Sort(names)
 	for _, k := range names {
 		if ps, ok := s.properties[k]; ok {
-			ps.Validate(obj[k], path+"."+k, fe)
+			p.push(pathSeg{name: k})
+			ps.validate(obj[k], p, fe)
+			p.pop()
 			continue
 		}
 		if s.additional != nil {
 			if s.additional.never {
-				fe.Add(path+"."+k, "is not an allowed property")
+				fe.Add(p.child(k), "is not an allowed property")
 				continue
 			}
-			s.additional.Validate(obj[k], path+"."+k, fe)
+			p.push(pathSeg{name: k})
+			s.additional.validate(obj[k], p, fe)
+			p.pop()
 		}
 	}
 }
 
-func (s *InputSchema) validateArray(arr []any, path string, fe FieldErrors) {
+func (s *InputSchema) validateArray(arr []any, p *valuePath, fe FieldErrors) {
 	if len(arr) < s.minItems {
-		fe.Add(path, "must have at least %d items", s.minItems)
+		fe.Add(p.String(), "must have at least %d items", s.minItems)
 	}
 	if s.maxItems >= 0 && len(arr) > s.maxItems {
-		fe.Add(path, "must have at most %d items", s.maxItems)
+		fe.Add(p.String(), "must have at most %d items", s.maxItems)
 	}
 	var seen map[string]int
 	if s.uniqueItems {
 		seen = make(map[string]int, len(arr))
 	}
 	for i, e := range arr {
-		at := fmt.Sprintf("%s[%d]", path, i)
-		s.items.Validate(e, at, fe)
+		p.push(pathSeg{index: i, isIndex: true})
+		s.items.validate(e, p, fe)
 		if seen != nil {
-			c, err := AppendCanonicalJSON(nil, e)
-			if err != nil {
-				continue
+			if c, err := AppendCanonicalJSON(nil, e); err == nil {
+				if j, dup := seen[string(c)]; dup {
+					fe.Add(p.String(), "duplicates item %d (items must be unique)", j)
+				} else {
+					seen[string(c)] = i
+				}
 			}
-			if j, dup := seen[string(c)]; dup {
-				fe.Add(at, "duplicates item %d (items must be unique)", j)
-				continue
-			}
-			seen[string(c)] = i
 		}
+		p.pop()
 	}
 }

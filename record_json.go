@@ -88,8 +88,22 @@ const (
 
 var entryPool sync.Pool // of *[]byte, capacity minPooledEntry to maxPooledEntry
 
-// entryBuffer returns an empty buffer of at least size bytes, a recycled one when it is large.
+// Small entries (a loop transition journals about 3 KB) come back too, as buffers of
+// smallEntryCap bytes: one fresh buffer per entry was a fifth of the bytes a loop transition
+// allocated.
+const smallEntryCap = 8 << 10
+
+var smallEntryPool sync.Pool // of *[]byte, capacity smallEntryCap
+
+// entryBuffer returns an empty buffer of at least size bytes, a recycled one when it is large or
+// small.
 func entryBuffer(size int) []byte {
+	if size <= smallEntryCap {
+		if p, ok := smallEntryPool.Get().(*[]byte); ok {
+			return (*p)[:0]
+		}
+		return make([]byte, 0, smallEntryCap)
+	}
 	if size >= minPooledEntry && size <= maxPooledEntry {
 		if p, ok := entryPool.Get().(*[]byte); ok {
 			if cap(*p) >= size {
@@ -105,7 +119,11 @@ func entryBuffer(size int) []byte {
 // them any more (the journal called the append's done without an error): a later entry may be
 // encoded into them. Not calling it is always correct.
 func RecycleEntry(b []byte) {
-	if c := cap(b); c >= minPooledEntry && c <= maxPooledEntry {
+	switch c := cap(b); {
+	case c == smallEntryCap:
+		b = b[:0]
+		smallEntryPool.Put(&b)
+	case c >= minPooledEntry && c <= maxPooledEntry:
 		b = b[:0]
 		entryPool.Put(&b)
 	}

@@ -556,7 +556,7 @@ func (d *durable[S]) snapshot(sync bool) {
 			return
 		}
 	}
-	data, err := json.Marshal(d.state)
+	data, err := supplyplan.MarshalSnapshot(d.state, d.lastSnap+d.bytesSince/snapshotRatio+4096)
 	if err == nil {
 		d.idem.prune(d.clock())
 		data, err = withIdempotency(data, d.idem.entries())

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/jsonscan"
+	"github.com/supplyplan/supplyplan/internal/strictjson"
 	"github.com/supplyplan/supplyplan/internal/telemetry"
 	"github.com/supplyplan/supplyplan/jwtauth"
 )
@@ -247,14 +251,22 @@ func instanceResponse(r *Request, status int, in supplyplan.LoopInstance) error 
 	r.Ctx.Response.Header.Set("ETag", in.ETag())
 	// The hand-written encoding writes json.Marshal's bytes without its reflection (one per
 	// transition); it declines what it does not handle, which encoding/json then writes.
-	if b, ok := supplyplan.AppendLoopInstanceJSON(make([]byte, 0, 1024), &in); ok {
+	buf := instanceBuffers.Get().(*[]byte)
+	defer instanceBuffers.Put(buf)
+	if b, ok := supplyplan.AppendLoopInstanceJSON((*buf)[:0], &in); ok {
 		r.Ctx.SetStatusCode(status)
 		r.Ctx.SetContentType("application/json")
-		r.Ctx.SetBody(b)
+		r.Ctx.SetBody(b) // a copy
+		if cap(b) <= maxPooledResponse {
+			*buf = b
+		}
 		return nil
 	}
 	return r.JSON(status, in)
 }
+
+// instanceBuffers are the buffers instances are encoded into before SetBody copies them.
+var instanceBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func (s *LoopRuntimeServer) start(r *Request, c *runCaller) error {
 	var in struct {
@@ -326,18 +338,15 @@ func (s *LoopRuntimeServer) transition(r *Request, c *runCaller) error {
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Name    string          `json:"name" max:"63"`
-		Payload json.RawMessage `json:"payload"`
-	}
-	if err := r.Decode(&in); err != nil {
+	in, err := decodeTransition(r)
+	if err != nil {
 		return err
 	}
 	if in.Name == "" {
 		return supplyplan.Invalid("name", "is required")
 	}
 	res, err := s.svc.Runtime.Transition(r.Context, c.c, r.Param("id"), supplyplan.LoopTransitionInput{Name: in.Name,
-		Payload: bytes.Clone(in.Payload), IfMatch: im, Roles: c.c.Roles})
+		Payload: in.Payload, IfMatch: im, Roles: c.c.Roles})
 	if err != nil {
 		return err
 	}
@@ -345,6 +354,79 @@ func (s *LoopRuntimeServer) transition(r *Request, c *runCaller) error {
 		return replayed(r, res.Replay)
 	}
 	return instanceResponse(r, fasthttp.StatusOK, res.Instance)
+}
+
+// transitionBody is the body of a transition request.
+type transitionBody struct {
+	Name    string          `json:"name" max:"63"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+var transitionBodyType = reflect.TypeFor[*transitionBody]()
+
+// decodeTransition reads a transition body as Request.Decode does (the payload a copy of its
+// bytes), without encoding/json's reflection for the common body: once the strict check has passed
+// it, an object whose member names hold no escape and whose name is a string without escapes is
+// read member by member (other members are ignored, as encoding/json ignores them); any other
+// body goes through Decode, which then answers as before (TestDecodeTransitionMatchesDecode).
+func decodeTransition(r *Request) (transitionBody, error) {
+	body, err := r.Body()
+	if err != nil {
+		return transitionBody{}, err
+	}
+	return decodeTransitionBody(body, r.decodeLimit)
+}
+
+func decodeTransitionBody(body []byte, limit int) (transitionBody, error) {
+	var in transitionBody
+	if limit <= 0 || len(body) <= limit {
+		if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' {
+			clean, _, err := strictjson.Check(trimmed, transitionBodyType)
+			if err != nil {
+				return in, err
+			}
+			if len(clean) == len(trimmed) && &clean[0] == &trimmed[0] { // no case-variant key
+				if name, payload, ok := plainTransition(clean); ok && len(name) <= 63 {
+					in.Name, in.Payload = name, bytes.Clone(payload)
+					return in, nil
+				}
+			}
+		}
+	}
+	if err := decodeJSON(body, limit, &in); err != nil {
+		return in, err
+	}
+	in.Payload = bytes.Clone(in.Payload)
+	return in, nil
+}
+
+// plainTransition reads the name and the payload (its JSON text, nil when absent) of b, a JSON
+// object strictjson checked (valid, no member twice); ok is false when a member name holds an
+// escape or the name is not a string without escapes.
+func plainTransition(b []byte) (name string, payload []byte, ok bool) {
+	i := jsonscan.SkipWS(b, 1)
+	for i < len(b) && b[i] == '"' {
+		ke := jsonscan.SkipString(b, i)
+		key := b[i+1 : ke-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return "", nil, false
+		}
+		i = jsonscan.SkipWS(b, jsonscan.SkipWS(b, ke)+1) // after ':'
+		end := jsonscan.SkipValue(b, i)
+		switch string(key) {
+		case "name":
+			if b[i] != '"' || bytes.IndexByte(b[i+1:end-1], '\\') >= 0 {
+				return "", nil, false
+			}
+			name = string(b[i+1 : end-1])
+		case "payload":
+			payload = b[i:end]
+		}
+		if i = jsonscan.SkipWS(b, end); i < len(b) && b[i] == ',' {
+			i = jsonscan.SkipWS(b, i+1)
+		}
+	}
+	return name, payload, true
 }
 
 func (s *LoopRuntimeServer) lifecycle(action string) runHandler {

@@ -27,6 +27,7 @@ import (
 // bytes, all decoded into one buffer (the signature only by decodeSignature).
 type segments struct {
 	signing                   string
+	signingBytes              []byte // signing, as bytes
 	header, claims, signature []byte
 	encodedSig                []byte
 }
@@ -64,6 +65,7 @@ func decodeSegments(raw string) (segments, *Error) {
 		return segments{}, invalidToken("malformed token")
 	}
 	s.signing = raw[:len(h)+1+len(c)]
+	s.signingBytes = in[:len(s.signing)]
 	s.encodedSig = in[len(s.signing)+1:]
 	s.signature = buf // decoded by decodeSignature, after the algorithm is known
 	return s, nil

@@ -52,8 +52,24 @@ func Unmarshal(data []byte, v any) error {
 	return json.Unmarshal(clean, v)
 }
 
+// scanners keeps the scanners' key and path stacks between checks: growing them anew was most of
+// the allocations of checking a small body (a JWT's header and claims, a loop transition).
+var scanners = sync.Pool{New: func() any { return new(jsonScanner) }}
+
+// maxPooledStack is the longest key or path stack a scanner keeps for the next check.
+const maxPooledStack = 1024
+
 func check(data []byte, s *jsonSchema) ([]byte, []string, error) {
-	sc := jsonScanner{data: data}
+	sc := scanners.Get().(*jsonScanner)
+	*sc = jsonScanner{data: data, keys: sc.keys[:0], path: sc.path[:0]}
+	defer func() {
+		clear(sc.keys[:cap(sc.keys)]) // no reference to data stays behind
+		clear(sc.path[:cap(sc.path)])
+		if cap(sc.keys) <= maxPooledStack && cap(sc.path) <= maxPooledStack {
+			*sc = jsonScanner{keys: sc.keys[:0], path: sc.path[:0]}
+			scanners.Put(sc)
+		}
+	}()
 	i := sc.value(sc.ws(0), s, 0)
 	if sc.err == nil {
 		if i = sc.ws(i); i < len(data) {
