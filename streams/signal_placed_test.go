@@ -110,7 +110,9 @@ func TestPlacedSignalsFollowPartitionOwnership(t *testing.T) {
 	// The rerouting node counts the signals once the brokers acknowledged them, which may be after
 	// the new partition's reader applied them: wait for both.
 	eventually(t, 10*time.Second, func() bool { return sink.applied() == 2522 && c.ps.Stats().Rerouted == 7 },
-		func() string { return fmt.Sprintf("applied %d, want 2522; stats %+v, want 7 rerouted", sink.applied(), c.ps.Stats()) })
+		func() string {
+			return fmt.Sprintf("applied %d, want 2522; stats %+v, want 7 rerouted", sink.applied(), c.ps.Stats())
+		})
 	sink.mu.Lock()
 	dups, wrong := sink.dups, sink.wrongOr
 	sink.mu.Unlock()

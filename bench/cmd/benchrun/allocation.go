@@ -28,10 +28,10 @@ import (
 // then the orders imported while the clock runs.
 type allocRound struct {
 	setup, idle, took, cpu time.Duration
-	requests              int
-	rss, hwm, hwmBefore   int64 // KiB
-	held                  int
-	byStatus              map[string]int
+	requests               int
+	rss, hwm, hwmBefore    int64 // KiB
+	held                   int
+	byStatus               map[string]int
 }
 
 func runAllocRound(e *env, d *allocData, profileIt bool) (allocRound, error) {
@@ -126,7 +126,6 @@ func runAllocRound(e *env, d *allocData, profileIt bool) (allocRound, error) {
 	r.rss, r.hwm, r.hwmBefore = rss, hwm, hwmBefore
 	return r, nil
 }
-
 
 // allocRounds is how many rounds the section runs, each on a fresh service; it reports the
 // median (a round lasts about 2 s, so one collection more or less moves it by a tenth).
