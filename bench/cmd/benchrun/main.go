@@ -288,7 +288,7 @@ func (s *service) died() string {
 	}
 	status := "exited with status 0 on its own"
 	if s.killed.Load() {
-		status = "did not stop within 30 s of SIGINT and was killed"
+		status = fmt.Sprintf("did not stop within %s of SIGINT and was killed", stopGrace)
 	} else if s.exitErr != nil {
 		status = s.exitErr.Error()
 		var ee *exec.ExitError
@@ -489,14 +489,23 @@ func (s *service) Stop() {
 	if err := s.cmd.Process.Signal(os.Interrupt); errors.Is(err, os.ErrProcessDone) {
 		s.early.Store(true)
 	}
+	// The service gives in-flight work --shutdown-timeout (30 s) and then exits: wait for that and
+	// a margin before calling it stuck.
+	t0 := time.Now()
 	select {
 	case <-s.exited:
-	case <-time.After(30 * time.Second):
+		if d := time.Since(t0); d > 10*time.Second {
+			fmt.Fprintf(os.Stderr, "%s (pid %d) took %s to stop after SIGINT\n", s.Name, s.cmd.Process.Pid, d.Round(time.Second))
+		}
+	case <-time.After(stopGrace):
 		s.killed.Store(true)
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
 }
+
+// stopGrace is how long Stop waits after SIGINT: the service's --shutdown-timeout and a margin.
+const stopGrace = 45 * time.Second
 
 // bare serves fixed bytes: the baseline a real endpoint is compared against.
 func bare(args []string) {
