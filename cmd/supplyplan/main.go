@@ -40,6 +40,8 @@ Usage:
   supplyplan loop verify [flags] <manifest.json>
                                check a downloaded loop manifest's digest, integrity and signature
   supplyplan token --org <org> --scope <scopes>  print a loop runtime JWT from the local issuer
+  supplyplan move --org <org> --to <partition> --by <who> --reason <why>
+                               distributed mode: move an organization with its state (--list: its moves)
   supplyplan version           print the version
 `
 
@@ -66,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return loopCommand(args[1:], stdout, stderr)
 	case "token":
 		return tokenCommand(args[1:], stdout, stderr)
+	case "move":
+		return moveCommand(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, Version)
 		return nil
