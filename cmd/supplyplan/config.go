@@ -285,7 +285,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", c.KafkaBrokers, "comma-separated Kafka brokers for demand signals and, in distributed mode, the journal; empty = in-process stream only (SUPPLYPLAN_KAFKA_BROKERS)")
 	fs.StringVar(&c.KafkaTopic, "kafka-topic", c.KafkaTopic, "demand-signal topic, keyed by organization id; dead letters go to <topic>.dlq (SUPPLYPLAN_KAFKA_TOPIC)")
 	fs.StringVar(&c.KafkaGroup, "kafka-group", c.KafkaGroup, "consumer group of the demand-signal consumer (SUPPLYPLAN_KAFKA_GROUP)")
-	fs.StringVar(&c.Mode, "mode", c.Mode, "embedded (one process, journal in the data dir) or distributed (journal on Kafka, organizations spread over the nodes; requires --kafka-brokers; docs/distributed.md) (SUPPLYPLAN_MODE)")
+	fs.StringVar(&c.Mode, "mode", c.Mode, "embedded (one process, journal in the data dir) or distributed (journal on Kafka, organizations spread over the nodes; requires --kafka-brokers and --clickhouse-addr; docs/distributed.md) (SUPPLYPLAN_MODE)")
 	fs.StringVar(&c.JournalTopic, "journal-topic", c.JournalTopic, "distributed mode: the journal topic; its snapshots go to supplyplan.snapshots, owners to supplyplan.owners, placements to supplyplan.directory (SUPPLYPLAN_JOURNAL_TOPIC)")
 	fs.IntVar(&c.JournalPartitions, "journal-partitions", c.JournalPartitions, "distributed mode: partitions of the journal topic, fixed for the life of a deployment (SUPPLYPLAN_JOURNAL_PARTITIONS)")
 	fs.StringVar(&c.NodeGroup, "node-group", c.NodeGroup, "distributed mode: consumer group the nodes join to share the journal partitions (SUPPLYPLAN_NODE_GROUP)")

@@ -43,6 +43,11 @@ func (c Config) checkMode() error {
 		if c.NodeID == "" {
 			return errors.New("--node-id is required in distributed mode (the host has no name)")
 		}
+		if strings.TrimSpace(c.ClickHouseAddr) == "" {
+			// The embedded demand store is in one node's data dir: an organization's next owner
+			// (failover, move) would not see its demand history nor the signals applied there.
+			return errors.New("--mode distributed requires --clickhouse-addr (SUPPLYPLAN_CLICKHOUSE_ADDR): the nodes share demand history through ClickHouse")
+		}
 		return nil
 	}
 	return fmt.Errorf("--mode must be embedded or distributed, not %q", c.Mode)

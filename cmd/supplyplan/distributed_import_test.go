@@ -29,6 +29,7 @@ func startDistNode(t *testing.T, brokers, name string, partitions int) *distNode
 	cfg.ConsoleAddr = ""
 	cfg.RequestTimeout = 60 * time.Second
 	cfg.Mode, cfg.KafkaBrokers, cfg.JournalPartitions, cfg.NodeID = "distributed", brokers, partitions, name
+	cfg.ClickHouseAddr, cfg.ClickHouseDatabase = distClickHouse(t)
 	n.m = NewMain(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), io.Discard)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -97,9 +97,33 @@ func (d *distNodes) startAll() {
 }
 
 func (d *distNodes) start(i int) {
+	ch, db := distClickHouse(d.t)
 	d.procs[i] = launchProc(d.t, append([]string{"--mode", "distributed", "--kafka-brokers", strings.Join(d.brokers, ","),
 		"--journal-partitions", fmt.Sprint(d.parts), "--node-id", fmt.Sprint("n", i), "--node-session-timeout", distSession.String(),
-		"--data", d.datas[i], "--api-addr", d.addrs[i], "--console-addr", "", "--log-level", "error"}, d.extra...)...)
+		"--data", d.datas[i], "--api-addr", d.addrs[i], "--console-addr", "", "--log-level", "error",
+		"--clickhouse-addr", ch, "--clickhouse-database", db}, d.extra...)...)
+}
+
+// distClickHouse is the test ClickHouse and a database of the running test, the same for every
+// node of it (the distributed mode shares demand history through ClickHouse).
+func distClickHouse(t *testing.T) (addr, db string) {
+	addr = testdeps.ClickHouse(t)
+	distDBs.Lock()
+	defer distDBs.Unlock()
+	if distDBs.m == nil {
+		distDBs.m = map[string]string{}
+	}
+	db, ok := distDBs.m[t.Name()]
+	if !ok {
+		db = fmt.Sprintf("sp_dist_%d", time.Now().UnixNano())
+		distDBs.m[t.Name()] = db
+	}
+	return addr, db
+}
+
+var distDBs struct {
+	sync.Mutex
+	m map[string]string
 }
 
 // kill9 kills node i with SIGKILL and waits until it exited.

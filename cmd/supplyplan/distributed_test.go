@@ -17,10 +17,12 @@ import (
 
 func TestServeModeChecked(t *testing.T) {
 	t.Setenv("SUPPLYPLAN_KAFKA_BROKERS", "")
+	t.Setenv("SUPPLYPLAN_CLICKHOUSE_ADDR", "")
 	for args, want := range map[string]string{
 		"--mode distributed": "--mode distributed requires --kafka-brokers",
 		"--mode cluster":     `--mode must be embedded or distributed, not "cluster"`,
 		"--mode distributed --kafka-brokers 127.0.0.1:1 --journal-partitions 0": "--journal-partitions must be positive",
+		"--mode distributed --kafka-brokers 127.0.0.1:1 --node-id n1 --clickhouse-addr=":  "--mode distributed requires --clickhouse-addr",
 	} {
 		err := run(append([]string{"serve", "--data", t.TempDir(), "--api-addr", "127.0.0.1:0"}, strings.Fields(args)...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -44,6 +46,7 @@ func freeAddr(t *testing.T) string {
 // a write on the owner is read back on the other node once the owner leaves (its partitions are
 // revoked, drained and released; the other node acquires and restores them).
 func TestServeDistributed(t *testing.T) {
+	ch, db := distClickHouse(t)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "supplyplan.demand-signals"))
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +62,7 @@ func TestServeDistributed(t *testing.T) {
 		cfg.RegistryAddr, cfg.ToolsAddr, cfg.LoopCatalogAddr, cfg.LoopRuntimeAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		cfg.ConsoleAddr = ""
 		cfg.Mode, cfg.KafkaBrokers, cfg.JournalPartitions, cfg.NodeID = "distributed", brokers, 4, name
+		cfg.ClickHouseAddr, cfg.ClickHouseDatabase = ch, db
 		n.m = NewMain(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), io.Discard)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

@@ -138,12 +138,6 @@ func (m *Main) Open(ctx context.Context) error {
 		m.Demand = analytics.NewClickHouseStore(analytics.ClickHouseConfig{Addr: cfg.ClickHouseAddr,
 			Database: cfg.ClickHouseDatabase, Username: cfg.ClickHouseUser, Password: cfg.ClickHousePassword, Logger: m.Log})
 	} else {
-		if cfg.Mode == "distributed" {
-			// Not refused (yet): every other part works; but demand history would stay on the node
-			// that wrote it, and an organization served elsewhere after a failover or a move would
-			// not see it (docs/distributed.md, Next steps).
-			m.Log.Warn("distributed mode without --clickhouse-addr: demand history is kept in this node's data dir and is not seen by the organization's next owner; use ClickHouse")
-		}
 		m.Demand = analytics.NewEmbeddedStore(analytics.EmbeddedConfig{Dir: filepath.Join(cfg.DataDir, "demand"), Logger: m.Log})
 	}
 	if err := m.Demand.Open(); err != nil {

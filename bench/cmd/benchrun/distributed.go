@@ -303,6 +303,14 @@ func startDistCluster(e *env, n int) (*distCluster, error) {
 		return nil, err
 	}
 	c := &distCluster{kc: kc, brokers: kc.ListenAddrs()}
+	// The nodes share demand history through ClickHouse (the distributed mode requires it): the
+	// project's test server, a database of this cluster.
+	ch, err := clickhouseAddr()
+	if err != nil {
+		kc.Close()
+		return nil, err
+	}
+	db := fmt.Sprintf("bench_dist_%d", time.Now().UnixNano())
 	for i := range n {
 		addr, err := freeAddr()
 		if err != nil {
@@ -315,7 +323,8 @@ func startDistCluster(e *env, n int) (*distCluster, error) {
 			return nil, err
 		}
 		args := []string{"--mode", "distributed", "--kafka-brokers", strings.Join(c.brokers, ","),
-			"--journal-partitions", fmt.Sprint(distPartitions), "--node-id", fmt.Sprint("node", i), "--api-addr", addr}
+			"--journal-partitions", fmt.Sprint(distPartitions), "--node-id", fmt.Sprint("node", i), "--api-addr", addr,
+			"--clickhouse-addr", ch, "--clickhouse-database", db}
 		s, err := startServiceOn(e, data, args...)
 		if err != nil {
 			c.close()
@@ -698,7 +707,7 @@ func pct(ds []time.Duration, q float64) time.Duration {
 func distReport(e *env, cs []distConfig, fo *failoverResult, rs *restoreResult, dur time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The broker is **kfake** (franz-go's in-process Kafka-protocol fake, one broker, in the harness's process, "+
-		"default limits: 1 MiB messages), not a Kafka cluster: it commits in memory, without replication or disk. "+
+		"default limits: 1 MiB messages), not a Kafka cluster: it commits in memory, without replication or disk; demand history is on the project's test ClickHouse (the distributed nodes share it there). "+
 		"Each configuration is fresh: its own broker, %d journal partitions, %d enterprise organizations created through the "+
 		"platform API (10 products and a scenario each). Load: %d keep-alive connections spread evenly over the nodes, each "+
 		"request for one of the %d organizations in turn, so with N nodes about (N-1)/N of the requests are forwarded to the "+
