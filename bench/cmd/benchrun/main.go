@@ -158,7 +158,14 @@ func runSection(e *env, name string, fn benchFunc) (s section) {
 		}
 	}()
 	s, err := fn(context.Background(), e)
-	if died := e.deaths(); died != "" {
+	if died, atStop := e.deaths(); died != "" {
+		if err == nil && atStop {
+			// Measured to the end; only the stop the harness asked for went wrong: keep the figures,
+			// say so first, and count the section as failed.
+			s.Failed = true
+			s.Body = "**FAILED to stop cleanly after the measurement** (the figures below were taken before): " + died + "\n\n" + s.Body
+			return s
+		}
 		if err == nil {
 			err = fmt.Errorf("the results are void")
 		}
@@ -312,15 +319,18 @@ func signaled(err error, sig syscall.Signal) bool {
 	return ok && ws.Signaled() && ws.Signal() == sig
 }
 
-// deaths reports every service of the running section that died on its own.
-func (e *env) deaths() string {
+// deaths reports every service of the running section that died on its own; atStop: each of
+// them ended only after the harness asked it to stop (it failed to stop cleanly).
+func (e *env) deaths() (string, bool) {
 	var out []string
+	atStop := true
 	for _, s := range e.started {
 		if d := s.died(); d != "" {
 			out = append(out, d)
+			atStop = atStop && s.stopping.Load() && !s.early.Load()
 		}
 	}
-	return strings.Join(out, "\n")
+	return strings.Join(out, "\n"), atStop
 }
 
 // memoryReport is the peak RSS of every supplyplan service the section started.
