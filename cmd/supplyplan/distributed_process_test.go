@@ -633,6 +633,13 @@ func TestDistributedKill9(t *testing.T) {
 		}
 		return nil
 	})
+	// The owners topic can name the owner before the owner's own table does (503 "not known yet").
+	eventually(t, 60*time.Second, func() error {
+		if r, err := tryRequest(d.url(first), "GET", "/api/forecast/scenarios", bearer(cr.Keys["PLANNER"]), nil); err != nil || r.Status != 200 {
+			return fmt.Errorf("node %d does not serve %s yet: %v %d", first, org, err, r.Status)
+		}
+		return nil
+	})
 	seed := &testServer{t: t, URL: d.url(first), Creds: cr}
 	seed.SeedCatalog([]string{"P"}, []string{"L1"})
 
