@@ -21,8 +21,8 @@ func TestServeModeChecked(t *testing.T) {
 	for args, want := range map[string]string{
 		"--mode distributed": "--mode distributed requires --kafka-brokers",
 		"--mode cluster":     `--mode must be embedded or distributed, not "cluster"`,
-		"--mode distributed --kafka-brokers 127.0.0.1:1 --journal-partitions 0": "--journal-partitions must be positive",
-		"--mode distributed --kafka-brokers 127.0.0.1:1 --node-id n1 --clickhouse-addr=":  "--mode distributed requires --clickhouse-addr",
+		"--mode distributed --kafka-brokers 127.0.0.1:1 --journal-partitions 0":          "--journal-partitions must be positive",
+		"--mode distributed --kafka-brokers 127.0.0.1:1 --node-id n1 --clickhouse-addr=": "--mode distributed requires --clickhouse-addr",
 	} {
 		err := run(append([]string{"serve", "--data", t.TempDir(), "--api-addr", "127.0.0.1:0"}, strings.Fields(args)...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), want) {
