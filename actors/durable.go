@@ -69,6 +69,7 @@ type loadedMsg[S State] struct {
 	seq   uint64
 	err   error
 	gen   uint64 // the load that read it: only the newest counts
+	snap  int    // size of the snapshot it started from (0: none)
 }
 
 type reloadMsg struct{}
@@ -90,6 +91,17 @@ type drainMsg struct {
 // snapshots as encoding its writes (the api benchmark's event writes); 2 halves that, for a
 // replay of at most two snapshots' worth of entries.
 const snapshotRatio = 2
+
+// A drain (shutdown, a move) takes a final snapshot when the state's last snapshot was smaller
+// than finalSnapshotFloor, or when what was journaled since is at least 1/finalTailShare of it.
+// Encoding a large state on the way out to spare the next load the replay of a short tail is the
+// wrong trade: the 5-million-series tenant of the memory benchmark spent longer than
+// --shutdown-timeout on it, right after the periodic snapshot it had waited for. The next load
+// replays at most a quarter of a snapshot's worth more than it would have.
+const (
+	finalSnapshotFloor = 4 << 20
+	finalTailShare     = 4
+)
 
 // durable is the generic journaled actor shared by tenant and platform actors.
 type durable[S State] struct {
@@ -276,17 +288,18 @@ func (d *durable[S]) startLoad() {
 	d.loadGen++
 	engine, pid, gen := d.engine, d.pid, d.loadGen
 	go func() {
-		st, idem, seq, err := d.load()
-		engine.Send(pid, loadedMsg[S]{state: st, idem: idem, seq: seq, err: err, gen: gen})
+		st, idem, seq, snap, err := d.load()
+		engine.Send(pid, loadedMsg[S]{state: st, idem: idem, seq: seq, snap: snap, err: err, gen: gen})
 	}()
 }
 
-func (d *durable[S]) load() (S, *idemTable, uint64, error) {
+func (d *durable[S]) load() (S, *idemTable, uint64, int, error) {
 	start := time.Now()
 	st := d.newState()
 	idem := newIdemTable()
+	snap := 0
 	res, err := d.journal.Load(d.stream, func(_ uint64, data []byte) error {
-		st, idem = d.newState(), newIdemTable()
+		st, idem, snap = d.newState(), newIdemTable(), len(data)
 		entries, err := snapshotIdempotency(data)
 		if err != nil {
 			return fmt.Errorf("decode idempotency keys of the snapshot: %w", err)
@@ -312,12 +325,12 @@ func (d *durable[S]) load() (S, *idemTable, uint64, error) {
 		return nil
 	})
 	if err != nil {
-		return st, idem, 0, err
+		return st, idem, 0, 0, err
 	}
 	idem.prune(d.clock())
 	d.log.Debug("state loaded", "stream", d.stream, "snapshotSeq", res.SnapshotSeq, "entries", res.Entries,
 		"idempotencyKeys", idem.len(), "took", time.Since(start))
-	return st, idem, res.LastSeq, nil
+	return st, idem, res.LastSeq, snap, nil
 }
 
 func (d *durable[S]) clock() time.Time {
@@ -352,6 +365,10 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 	d.mu.Lock()
 	d.state, d.idem, d.seq, d.loaded, d.loadErr = m.state, m.idem, m.seq, true, nil
 	d.durableSeq.Store(m.seq)
+	if m.snap > 0 {
+		// The next snapshots and the final one are weighed against the state's size from the start.
+		d.lastSnap = m.snap
+	}
 	if d.afterApply != nil {
 		d.afterApply(d.state)
 	}
@@ -591,7 +608,7 @@ func (d *durable[S]) drain(m drainMsg) {
 		d.drains = append(d.drains, m)
 		return
 	}
-	if d.sinceSnap > 0 {
+	if d.sinceSnap > 0 && (d.lastSnap < finalSnapshotFloor || finalTailShare*d.bytesSince >= d.lastSnap) {
 		d.snapshot(true)
 	}
 	d.journal.Barrier(d.stream, func(error) { close(m.done) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -422,6 +423,68 @@ func TestDurableSnapshotAndRebuild(t *testing.T) {
 	}
 	if len(m) != 9 || m["9"] != "note 9" || m["4"] != "" {
 		t.Fatalf("rebuilt state %v", m)
+	}
+}
+
+// A drain skips the final snapshot of a large state when little was journaled since its last
+// one (the next load replays the short tail), and takes it when the tail is a large share of it.
+func TestDurableDrainWeighsTheFinalSnapshot(t *testing.T) {
+	j := newMemJournal()
+	e, pid := startNotes(t, j, 1)
+	ctx := ctxFor(t, 10*time.Second)
+	big := strings.Repeat("x", finalSnapshotFloor+1)
+	snapAt := func() uint64 {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		return j.stream("notes").snapSeq
+	}
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("big", big)); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 5*time.Second, func() error {
+		if snapAt() != 1 {
+			return errors.New("no snapshot of the first write")
+		}
+		return nil
+	})
+	drain := func() {
+		done := make(chan struct{})
+		e.Send(pid, drainMsg{done: done})
+		<-done
+	}
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("small", "a short tail")); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	if s := snapAt(); s != 1 {
+		t.Fatalf("a drain after a short tail snapshotted at %d, want the snapshot at 1 kept", s)
+	}
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("quarter", big[:finalSnapshotFloor/finalTailShare+1])); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	if s := snapAt(); s != 3 {
+		t.Fatalf("a drain after a tail of a quarter of the state snapshotted at %d, want 3", s)
+	}
+
+	// A load starts from the snapshot's size: a drain right after a short tail skips it too.
+	e2, pid2 := startNotes(t, j, 1000)
+	if _, err := ask(ctx, bareEngine{e2}, pid2, putNote("after", "restart")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	e2.Send(pid2, drainMsg{done: done})
+	<-done
+	if s := snapAt(); s != 3 {
+		t.Fatalf("a drain after the restart snapshotted at %d, want 3", s)
+	}
+	e3, pid3 := startNotes(t, j, 1000)
+	m, err := ask(ctx, bareEngine{e3}, pid3, readNotes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 4 || m["small"] != "a short tail" || m["after"] != "restart" || len(m["big"]) != len(big) {
+		t.Fatalf("rebuilt %d notes", len(m))
 	}
 }
 

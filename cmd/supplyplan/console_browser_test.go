@@ -276,8 +276,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	bdo(t, ctx, "create scenario", chromedp.SendKeys(id("sc-name"), "Promo plus"),
 		chromedp.SetValue(id("sc-type"), "PROMOTIONAL"), chromedp.SendKeys(id("sc-lift"), "0.2"),
 		chromedp.Submit(id("sc-name")), chromedp.WaitVisible(css(".flash")))
+	// The form's submit loads a new page: wait for its chart, not the one already drawn (waiting
+	// on the old page's chart read its series and then screenshotted a page in mid-navigation, which
+	// hung until the deadline: a failed CI run).
 	bdo(t, ctx, "compare", chromedp.Click(css(`input[name="compare"]`)), chromedp.Submit(id("f-sku")),
-		chromedp.WaitVisible(css(`#chart[data-drawn="true"]`)))
+		chromedp.WaitVisible(css(`#chart[data-drawn="true"][data-series*="Scenario: Promo plus"]`)))
 	series := bget(t, ctx, "compared series", chromedp.AttributeValue(id("chart"), "data-series"))
 	if !strings.Contains(series.Value, "Scenario: Promo plus") {
 		t.Errorf("compared series = %q", series.Value)
