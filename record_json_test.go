@@ -153,12 +153,20 @@ func TestEncodeRecordsSameBytes(t *testing.T) {
 		case 2:
 			sc.Assumptions.IncludedEventIDs = []string{str(), str()}
 		}
-		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch, sc}
+		lv := &InventoryLevel{SKU: str(), LocationID: str(), QuantityOnHand: num(), QuantityReserved: num(), ReorderPoint: num(), UpdatedAt: tm()}
+		switch rng.IntN(4) {
+		case 1:
+			lv.Bins, lv.Lots = map[string]float64{}, []Lot{}
+		case 2:
+			lv.Bins = map[string]float64{str(): num(), str(): num(), str(): num()}
+			lv.Lots = []Lot{{LotID: str(), Quantity: num(), ExpiresAt: tp()}, {LotID: str(), Quantity: num(), ExpiresAt: tp()}}
+		}
+		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch, sc, lv}
 	}
 	for i := range 3000 {
 		var recs []Record
 		for j, v := range values() {
-			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation, KindEvent, KindForecastChange, KindScenario}[j], str(), v))
+			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation, KindEvent, KindForecastChange, KindScenario, KindInventory}[j], str(), v))
 		}
 		recs = append(recs, Del(KindOrder, str()))
 		rng.Shuffle(len(recs), func(a, b int) { recs[a], recs[b] = recs[b], recs[a] })

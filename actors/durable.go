@@ -92,16 +92,12 @@ type drainMsg struct {
 // replay of at most two snapshots' worth of entries.
 const snapshotRatio = 2
 
-// A drain (shutdown, a move) takes a final snapshot when the state's last snapshot was smaller
-// than finalSnapshotFloor, or when what was journaled since is at least 1/finalTailShare of it.
-// Encoding a large state on the way out to spare the next load the replay of a short tail is the
-// wrong trade: the 5-million-series tenant of the memory benchmark spent longer than
-// --shutdown-timeout on it, right after the periodic snapshot it had waited for. The next load
-// replays at most a quarter of a snapshot's worth more than it would have.
-const (
-	finalSnapshotFloor = 4 << 20
-	finalTailShare     = 4
-)
+// A drain (shutdown, a move) takes a final snapshot of a state whose last snapshot was smaller than
+// finalSnapshotFloor; a larger one only when the periodic policy is due one (snapshotRatio times
+// its size journaled since). The periodic policy already bounds the next load's replay, and
+// encoding a large state on the way out is what overran --shutdown-timeout: 2 million inventory
+// levels took 14 s (357 MB), the 5-million-series tenant of the memory benchmark over 30 s.
+const finalSnapshotFloor = 4 << 20
 
 // durable is the generic journaled actor shared by tenant and platform actors.
 type durable[S State] struct {
@@ -548,26 +544,42 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 // snapshot captures the state now and saves it on another goroutine (or inline when sync). With
 // viewSnapshots the encoding runs on that goroutine too, from a copy of the state's maps.
 func (d *durable[S]) snapshot(sync bool) {
-	if d.viewSnapshots && !sync {
+	if d.viewSnapshots {
 		if view, ok := snapshotView(d.state); ok {
 			d.idem.prune(d.clock())
 			entries := d.idem.entries()
 			seq, hint := d.seq, d.lastSnap+d.bytesSince // the last snapshot and what was journaled since
 			d.sinceSnap, d.bytesSince = 0, 0
-			d.snapping = true
-			engine, pid, stream, j := d.engine, d.pid, d.stream, d.journal
-			go func() {
+			stream, j := d.stream, d.journal
+			save := func() (int, error) {
 				data, ok, err := encodeSnapshot(view, entries, hint)
 				if !ok {
 					if data, err = json.Marshal(view); err == nil {
 						data, err = withIdempotency(data, entries)
 					}
 				}
-				size := 0
-				if err == nil {
-					size = max(len(data), 1)
-					err = j.SaveSnapshot(stream, seq, data)
+				if err != nil {
+					return 0, err
 				}
+				return max(len(data), 1), j.SaveSnapshot(stream, seq, data)
+			}
+			if sync {
+				// The final snapshot of a drain, in the actor: the same encoding as the periodic ones
+				// (json.Marshal of the state sorts every map's keys and reflects on every value: 16 s
+				// for 2 million inventory levels).
+				size, err := save()
+				if size > 0 {
+					d.lastSnap = size
+				}
+				if err != nil {
+					d.log.Error("snapshot failed", "stream", d.stream, "err", err)
+				}
+				return
+			}
+			d.snapping = true
+			engine, pid := d.engine, d.pid
+			go func() {
+				size, err := save()
 				engine.Send(pid, snapshotDoneMsg{err: err, size: size})
 			}()
 			return
@@ -608,8 +620,14 @@ func (d *durable[S]) drain(m drainMsg) {
 		d.drains = append(d.drains, m)
 		return
 	}
-	if d.sinceSnap > 0 && (d.lastSnap < finalSnapshotFloor || finalTailShare*d.bytesSince >= d.lastSnap) {
+	if d.sinceSnap > 0 && (d.lastSnap < finalSnapshotFloor || d.bytesSince >= snapshotRatio*d.lastSnap) {
+		start := time.Now()
 		d.snapshot(true)
+		if took := time.Since(start); took > time.Second {
+			d.log.Info("final snapshot", "stream", d.stream, "bytes", d.lastSnap, "took", took)
+		}
+	} else if d.sinceSnap > 0 {
+		d.log.Debug("final snapshot skipped", "stream", d.stream, "lastSnapshotBytes", d.lastSnap, "journaledSince", d.bytesSince)
 	}
 	d.journal.Barrier(d.stream, func(error) { close(m.done) })
 }

@@ -426,8 +426,8 @@ func TestDurableSnapshotAndRebuild(t *testing.T) {
 	}
 }
 
-// A drain skips the final snapshot of a large state when little was journaled since its last
-// one (the next load replays the short tail), and takes it when the tail is a large share of it.
+// A drain skips the final snapshot of a large state when the periodic policy is not due one (the
+// next load replays the tail), and takes it when it is; a load starts from its snapshot's size.
 func TestDurableDrainWeighsTheFinalSnapshot(t *testing.T) {
 	j := newMemJournal()
 	e, pid := startNotes(t, j, 1)
@@ -438,6 +438,11 @@ func TestDurableDrainWeighsTheFinalSnapshot(t *testing.T) {
 		defer j.mu.Unlock()
 		return j.stream("notes").snapSeq
 	}
+	drain := func(e *actor.Engine, pid *actor.PID) {
+		done := make(chan struct{})
+		e.Send(pid, drainMsg{done: done})
+		<-done
+	}
 	if _, err := ask(ctx, bareEngine{e}, pid, putNote("big", big)); err != nil {
 		t.Fatal(err)
 	}
@@ -447,43 +452,39 @@ func TestDurableDrainWeighsTheFinalSnapshot(t *testing.T) {
 		}
 		return nil
 	})
-	drain := func() {
-		done := make(chan struct{})
-		e.Send(pid, drainMsg{done: done})
-		<-done
-	}
 	if _, err := ask(ctx, bareEngine{e}, pid, putNote("small", "a short tail")); err != nil {
 		t.Fatal(err)
 	}
-	drain()
+	drain(e, pid)
 	if s := snapAt(); s != 1 {
 		t.Fatalf("a drain after a short tail snapshotted at %d, want the snapshot at 1 kept", s)
 	}
-	if _, err := ask(ctx, bareEngine{e}, pid, putNote("quarter", big[:finalSnapshotFloor/finalTailShare+1])); err != nil {
-		t.Fatal(err)
-	}
-	drain()
-	if s := snapAt(); s != 3 {
-		t.Fatalf("a drain after a tail of a quarter of the state snapshotted at %d, want 3", s)
-	}
 
-	// A load starts from the snapshot's size: a drain right after a short tail skips it too.
+	// Restarted with periodic snapshots far apart: a short tail is skipped again (the load took the
+	// snapshot's size), a tail of twice the snapshot is not.
 	e2, pid2 := startNotes(t, j, 1000)
 	if _, err := ask(ctx, bareEngine{e2}, pid2, putNote("after", "restart")); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	e2.Send(pid2, drainMsg{done: done})
-	<-done
-	if s := snapAt(); s != 3 {
-		t.Fatalf("a drain after the restart snapshotted at %d, want 3", s)
+	drain(e2, pid2)
+	if s := snapAt(); s != 1 {
+		t.Fatalf("a drain after the restart snapshotted at %d, want 1", s)
+	}
+	for i := range 3 {
+		if _, err := ask(ctx, bareEngine{e2}, pid2, putNote(fmt.Sprint("big", i), big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(e2, pid2)
+	if s := snapAt(); s != 6 {
+		t.Fatalf("a drain after a tail of three snapshots' size snapshotted at %d, want 6", s)
 	}
 	e3, pid3 := startNotes(t, j, 1000)
 	m, err := ask(ctx, bareEngine{e3}, pid3, readNotes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m) != 4 || m["small"] != "a short tail" || m["after"] != "restart" || len(m["big"]) != len(big) {
+	if len(m) != 6 || m["small"] != "a short tail" || m["after"] != "restart" || len(m["big"]) != len(big) || len(m["big2"]) != len(big) {
 		t.Fatalf("rebuilt %d notes", len(m))
 	}
 }

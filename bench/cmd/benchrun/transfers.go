@@ -106,6 +106,7 @@ func benchTransfers(_ context.Context, e *env) (section, error) {
 	fmt.Fprintf(&b, "| `POST /api/transfers/recommendations` (first) | %.2f | %d | %d | %d MiB | %d MiB (before: %d MiB) |\n", took.Seconds(), res.Products, res.Created, rss/1024, hwm/1024, hwmBefore/1024)
 	fmt.Fprintf(&b, "| the same again (nothing new to create: idempotent) | %.2f | | 0 | | |\n\n", again.Seconds())
 	fmt.Fprintf(&b, "- %.2f s on 2 cores (target under 10 s): **%s**\n", took.Seconds(), verdict(took < 10*time.Second))
+	fmt.Fprintf(&b, "- service peak RSS %d MiB, forecasts of every series cached and recommendations generated (target under 1 GiB): **%s**\n", hwm/1024, verdict(hwm < 1<<20))
 	return section{Title: "Transfers: recommendations for 10,000 products x 50 locations", Command: "go run ./bench/cmd/benchrun -only transfers", Body: b.String()}, nil
 }
 
