@@ -161,12 +161,26 @@ func TestEncodeRecordsSameBytes(t *testing.T) {
 			lv.Bins = map[string]float64{str(): num(), str(): num(), str(): num()}
 			lv.Lots = []Lot{{LotID: str(), Quantity: num(), ExpiresAt: tp()}, {LotID: str(), Quantity: num(), ExpiresAt: tp()}}
 		}
-		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch, sc, lv}
+		pos := func() StockPosition {
+			return StockPosition{LocationID: str(), OnHand: num(), Reserved: num(), Available: num(), Inbound: num(), ReorderPoint: num(),
+				Forecast: num(), WeeksOfCoverBefore: fp(), WeeksOfCoverAfter: fp(), DaysToStockoutBefore: fp(), DaysToStockoutAfter: fp(),
+				ProjectedEndBefore: num(), ProjectedEndAfter: num()}
+		}
+		rec := &Recommendation{ID: str(), ProductMasterID: str(), SourceLocationID: str(), DestLocationID: str(), Quantity: num(),
+			Priority: Priority(str()), Status: RecommendationStatus(str()), Reason: str(), EstimatedROI: fp(), CreatedAt: tm(), UpdatedAt: tm(),
+			ExpiresAt: tm(), ApprovedAt: tp(), ApprovedBy: str(), RejectedAt: tp(), RejectedBy: str(), Comment: str(), ExecutedAt: tp(),
+			ExecutedBy: str(), TransferID: str(), ExpiredAt: tp(), ExpiryReason: str()}
+		if rng.IntN(4) > 0 {
+			rec.Explanation = &Explanation{Source: pos(), Destination: pos(), WindowWeeks: rng.IntN(20) - 2, LeadTimeDays: num(), Shortfall: num(),
+				Surplus: num(), StockDifferencePct: num(), LostSalesAvoided: num(), UnitMargin: fp(), UnitMarginSource: str(),
+				TransferCostPerUnit: num(), TransferCost: num(), MarginSaved: fp(), Formula: str()}
+		}
+		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch, sc, lv, rec}
 	}
 	for i := range 3000 {
 		var recs []Record
 		for j, v := range values() {
-			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation, KindEvent, KindForecastChange, KindScenario, KindInventory}[j], str(), v))
+			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation, KindEvent, KindForecastChange, KindScenario, KindInventory, KindRecommendation}[j], str(), v))
 		}
 		recs = append(recs, Del(KindOrder, str()))
 		rng.Shuffle(len(recs), func(a, b int) { recs[a], recs[b] = recs[b], recs[a] })
