@@ -32,6 +32,7 @@ type jsonAppender interface {
 func encodeRecordsFast(recs []Record) ([]byte, error) {
 	b := entryBuffer(encodedSizeHint(recs))
 	b = append(b, '[')
+	var lastRecs lastRecommendations
 	for i, r := range recs {
 		if cap(b)-len(b) < 4096 && cap(b) >= 16<<10 { // grow by doubling (append grows large slices by a quarter)
 			b = slices.Grow(b, cap(b))
@@ -43,6 +44,9 @@ func encodeRecordsFast(recs []Record) ([]byte, error) {
 		if r.Kind == KindPendingEvent { // an allocation event its allocation rebuilds: a reference to it
 			var ok bool
 			if b, ok = appendAllocationEventRef(b, recs, i); ok {
+				continue
+			}
+			if b, ok = appendRecommendationEventRef(b, recs, i, &lastRecs); ok {
 				continue
 			}
 		}
@@ -177,6 +181,10 @@ func encodedSizeHint(recs []Record) int {
 			case AllocationSucceeded, AllocationFailed:
 				// most are written as a reference to their allocation (allocation_event_ref.go)
 				n -= 175
+			case Recommendation:
+				if d.Explanation != nil {
+					n += recommendationSizeHint(&d)
+				} // else mostly written as a reference to its recommendation (recommendation_event_ref.go)
 			}
 		case *ExternalEvent:
 			n += 420
@@ -200,15 +208,22 @@ func encodedSizeHint(recs []Record) int {
 				n += len(v.SKU) + len(v.LocationID) + 40*(len(v.Bins)+len(v.Lots))
 			}
 		case *Recommendation:
-			n += 300
-			if v != nil {
-				n += len(v.ID) + len(v.ProductMasterID) + len(v.SourceLocationID) + len(v.DestLocationID) + len(v.Reason)
-				if v.Explanation != nil {
-					n += 820 + len(v.Explanation.Formula)
-				}
-			}
+			n += recommendationSizeHint(v)
 		default:
 			n += 512
+		}
+	}
+	return n
+}
+
+// recommendationSizeHint is encodedSizeHint's part for a recommendation (a little more than the
+// JSON of one with an explanation and a reason of the engine's).
+func recommendationSizeHint(v *Recommendation) int {
+	n := 300
+	if v != nil {
+		n += len(v.ID) + len(v.ProductMasterID) + len(v.SourceLocationID) + len(v.DestLocationID) + len(v.Reason)
+		if v.Explanation != nil {
+			n += 820 + len(v.Explanation.Formula)
 		}
 	}
 	return n
@@ -640,6 +655,11 @@ func (e *DomainEvent) appendJSON(b []byte) ([]byte, bool) {
 		w.raw("}")
 	case LoopEventData:
 		w.loopEventData(&d)
+	case Recommendation: // recommendation.created and .expired (without the explanation)
+		var ok bool
+		if w.b, ok = d.appendJSON(w.b); !ok {
+			return b, false
+		}
 	default:
 		return b, false
 	}

@@ -175,6 +175,13 @@ func TestEncodeRecordsSameBytes(t *testing.T) {
 				Surplus: num(), StockDifferencePct: num(), LostSalesAvoided: num(), UnitMargin: fp(), UnitMarginSource: str(),
 				TransferCostPerUnit: num(), TransferCost: num(), MarginSaved: fp(), Formula: str()}
 		}
+		if rng.IntN(4) == 0 { // a recommendation's event: the recommendation, mostly without its explanation
+			d := *rec
+			if rng.IntN(3) > 0 {
+				d.Explanation = nil
+			}
+			ev.Data = d
+		}
 		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch, sc, lv, rec}
 	}
 	for i := range 3000 {

@@ -123,6 +123,8 @@ func (s *TenantState) Apply(r Record) error {
 		return s.OutboxState.Apply(r)
 	case KindAllocationEventRef:
 		return s.applyAllocationEventRef(r)
+	case KindRecommendationEventRef:
+		return s.applyRecommendationEventRef(r)
 	case KindToolAudit:
 		return s.ToolAuditState.Apply(r)
 	case KindReservation, KindAllocation, KindAllocationAudit, KindAllocationRun:

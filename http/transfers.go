@@ -1,6 +1,7 @@
 package http
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -17,9 +18,63 @@ func (s *Server) generateRecommendations(r *Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(fasthttp.StatusOK, map[string]any{"success": true, "created": len(res.Created), "recommendations": res.Created,
+	if b, ok := generateResponse(res); ok {
+		r.Ctx.SetStatusCode(fasthttp.StatusOK)
+		r.Ctx.SetContentType("application/json")
+		r.Raw(b)
+		return nil
+	}
+	return r.JSON(fasthttp.StatusOK, generateResponseMap(res))
+}
+
+func generateResponseMap(res supplyplan.GenerateResult) map[string]any {
+	return map[string]any{"success": true, "created": len(res.Created), "recommendations": res.Created,
 		"skippedPending": res.SkippedPending, "skippedRecentlyRejected": res.SkippedRejected, "expired": res.Expired,
-		"productsEvaluated": res.Products})
+		"productsEvaluated": res.Products}
+}
+
+// generateResponse writes generateResponseMap's JSON (keys in encoding/json's order) with the
+// recommendations' hand-written encoding, into one buffer sized for it: a generation over 10,000
+// products x 50 locations answers 50,000 recommendations with their explanations (~80 MB), which
+// encoding/json built by doubling a buffer that fasthttp then copied. False when a recommendation
+// has no hand-written form (a float JSON cannot write: the map's encoding reports it).
+func generateResponse(res supplyplan.GenerateResult) ([]byte, bool) {
+	size := 256
+	for i := range res.Created {
+		size += 400 + len(res.Created[i].Reason)
+		if res.Created[i].Explanation != nil {
+			size += 900 + len(res.Created[i].Explanation.Formula)
+		}
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"created":`...)
+	b = strconv.AppendInt(b, int64(len(res.Created)), 10)
+	b = append(b, `,"expired":`...)
+	b = strconv.AppendInt(b, int64(res.Expired), 10)
+	b = append(b, `,"productsEvaluated":`...)
+	b = strconv.AppendInt(b, int64(res.Products), 10)
+	b = append(b, `,"recommendations":`...)
+	if res.Created == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range res.Created {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = supplyplan.AppendJSON(b, &res.Created[i]); !ok {
+				return nil, false
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"skippedPending":`...)
+	b = strconv.AppendInt(b, int64(res.SkippedPending), 10)
+	b = append(b, `,"skippedRecentlyRejected":`...)
+	b = strconv.AppendInt(b, int64(res.SkippedRejected), 10)
+	b = append(b, `,"success":true}`...)
+	return b, true
 }
 
 func recFilter(q *Query) supplyplan.RecommendationFilter {
