@@ -51,12 +51,16 @@ func SplitBody(kind supplyplan.ImportKind, body []byte, maxRows int) ([]json.Raw
 	}
 	// One strict pass (syntax, UTF-8, duplicate keys, case-variant keys made unknown) instead of
 	// json.Valid: the rows split from the result are then decoded as they are.
-	trimmed, _, err := strictjson.Check(trimmed, bodyType)
+	// The rows are split in the same pass (a second scan was an eighth of an import's CPU), unless
+	// the check renamed case-variant keys, which moves them.
+	key := kind.ArrayKey()
+	trimmed, ignored, rows, found, isArray, err := strictjson.CheckArray(trimmed, bodyType, key)
 	if err != nil {
 		return nil, err
 	}
-	key := kind.ArrayKey()
-	rows, isArray, found := splitArray(trimmed, key)
+	if len(ignored) > 0 {
+		rows, isArray, found = splitArray(trimmed, key)
+	}
 	switch {
 	case !found:
 		return nil, supplyplan.Invalid(key, "is required: an array of rows")

@@ -43,6 +43,31 @@ func Check(data []byte, schema reflect.Type) (clean []byte, ignored []string, er
 	return check(data, s)
 }
 
+// CheckArray is Check that also returns the elements of the array under key in the top-level
+// object, as they are in data (found: the object has key; isArray: its value is an array): the
+// rows of an import body, split in the same pass. When Check renames case-variant keys (ignored
+// is not empty) the elements are nil and the caller splits clean itself.
+func CheckArray(data []byte, schema reflect.Type, key string) (clean []byte, ignored []string, elems []json.RawMessage, found, isArray bool, err error) {
+	var s *jsonSchema
+	if schema != nil {
+		s = schemaOf(schema)
+	}
+	sp := &split{key: key}
+	clean, ignored, err = checkSplit(data, s, sp)
+	if err != nil || len(ignored) > 0 {
+		return clean, ignored, nil, false, false, err
+	}
+	return clean, nil, sp.elems, sp.found, sp.isArray, nil
+}
+
+// split collects the elements of one top-level array during a check.
+type split struct {
+	key            string
+	found, isArray bool
+	next           bool // the array value about to be scanned is key's
+	elems          []json.RawMessage
+}
+
 // Unmarshal is Check followed by json.Unmarshal into v (the schema is v's type).
 func Unmarshal(data []byte, v any) error {
 	clean, _, err := Check(data, reflect.TypeOf(v))
@@ -59,9 +84,11 @@ var scanners = sync.Pool{New: func() any { return new(jsonScanner) }}
 // maxPooledStack is the longest key or path stack a scanner keeps for the next check.
 const maxPooledStack = 1024
 
-func check(data []byte, s *jsonSchema) ([]byte, []string, error) {
+func check(data []byte, s *jsonSchema) ([]byte, []string, error) { return checkSplit(data, s, nil) }
+
+func checkSplit(data []byte, s *jsonSchema, sp *split) ([]byte, []string, error) {
 	sc := scanners.Get().(*jsonScanner)
-	*sc = jsonScanner{data: data, keys: sc.keys[:0], path: sc.path[:0]}
+	*sc = jsonScanner{data: data, keys: sc.keys[:0], path: sc.path[:0], split: sp}
 	defer func() {
 		clear(sc.keys[:cap(sc.keys)]) // no reference to data stays behind
 		clear(sc.path[:cap(sc.path)])
@@ -269,6 +296,7 @@ type jsonScanner struct {
 	keys     [][]byte // keys of the objects being scanned, innermost last
 	variants []int    // offsets just after the opening quote of case-variant keys
 	ignored  []string
+	split    *split // CheckArray's array, nil for Check
 }
 
 func (sc *jsonScanner) ws(i int) int { return jsonscan.SkipWS(sc.data, i) }
@@ -540,7 +568,12 @@ func (sc *jsonScanner) object(i int, s *jsonSchema, depth int) int {
 			return i
 		}
 		sc.path = append(sc.path, pathElem{key: raw})
-		i = sc.value(sc.ws(i+1), vs, depth)
+		i = sc.ws(i + 1)
+		if sp := sc.split; sp != nil && depth == 1 && string(key) == sp.key { // duplicates fail: at most once
+			sp.found, sp.isArray = true, i < len(d) && d[i] == '['
+			sp.next = sp.isArray // array takes it at once
+		}
+		i = sc.value(i, vs, depth)
 		sc.path = sc.path[:len(sc.path)-1]
 		if sc.err != nil {
 			return i
@@ -564,6 +597,11 @@ func (sc *jsonScanner) object(i int, s *jsonSchema, depth int) int {
 
 func (sc *jsonScanner) array(i int, s *jsonSchema, depth int) int {
 	d := sc.data
+	var sp *split
+	if sc.split != nil && sc.split.next { // CheckArray's array: taken before anything nested can
+		sp, sc.split.next = sc.split, false
+		sp.elems = make([]json.RawMessage, 0, (len(d)-i)/128+1) // a demand-history row is ~100 bytes
+	}
 	i = sc.ws(i + 1)
 	if i < len(d) && d[i] == ']' {
 		return i + 1
@@ -574,10 +612,14 @@ func (sc *jsonScanner) array(i int, s *jsonSchema, depth int) int {
 	}
 	for n := 0; ; n++ {
 		sc.path = append(sc.path, pathElem{index: n})
+		start := i
 		i = sc.value(i, es, depth)
 		sc.path = sc.path[:len(sc.path)-1]
 		if sc.err != nil {
 			return i
+		}
+		if sp != nil {
+			sp.elems = append(sp.elems, json.RawMessage(d[start:i]))
 		}
 		i = sc.ws(i)
 		if i >= len(d) {
