@@ -14,6 +14,11 @@ import (
 // (snapshot + journal tail); retry in a moment (503 with Retry-After: 1).
 var ErrRestoring = errors.New("organization restoring")
 
+// ErrFenced: a journal refused a write because a newer owner took the partition (this node is a
+// zombie for it: the new owner writes its entries and snapshots from now on). streams.ErrFenced
+// is this error.
+var ErrFenced = errors.New("journal partition owner fenced by a newer owner")
+
 // ErrNotOwner: another node owns the organization's partition (or no node does yet).
 type ErrNotOwner struct {
 	Org   string // the organization (or the stream's placement key: "platform" for the platform)

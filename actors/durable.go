@@ -229,7 +229,7 @@ func (d *durable[S]) Receive(c *actor.Context) {
 			d.lastSnap = m.size
 		}
 		if m.err != nil {
-			d.log.Error("snapshot failed", "stream", d.stream, "err", m.err)
+			d.snapshotFailed(m.err)
 		}
 		drains := d.drains
 		d.drains = nil
@@ -572,7 +572,7 @@ func (d *durable[S]) snapshot(sync bool) {
 					d.lastSnap = size
 				}
 				if err != nil {
-					d.log.Error("snapshot failed", "stream", d.stream, "err", err)
+					d.snapshotFailed(err)
 				}
 				return
 			}
@@ -598,7 +598,7 @@ func (d *durable[S]) snapshot(sync bool) {
 	d.sinceSnap, d.bytesSince, d.lastSnap = 0, 0, len(data)
 	if sync {
 		if err := d.journal.SaveSnapshot(d.stream, seq, data); err != nil {
-			d.log.Error("snapshot failed", "stream", d.stream, "err", err)
+			d.snapshotFailed(err)
 		}
 		return
 	}
@@ -699,4 +699,15 @@ func sendTx[S State, T any](ctx context.Context, m mailer, pid *actor.PID, queue
 		}
 		return v, nil
 	}
+}
+
+// snapshotFailed logs a snapshot that was not saved: at WARN when a newer owner fenced the
+// partition (a node that lost it while paused; the new owner snapshots the state from now on, so
+// nothing needs an operator), at ERROR otherwise.
+func (d *durable[S]) snapshotFailed(err error) {
+	if errors.Is(err, supplyplan.ErrFenced) {
+		d.log.Warn("snapshot not saved: a newer owner took the partition", "stream", d.stream, "err", err)
+		return
+	}
+	d.log.Error("snapshot failed", "stream", d.stream, "err", err)
 }

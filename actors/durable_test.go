@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -575,5 +576,28 @@ func TestDurableReadsWhileWriting(t *testing.T) {
 	wg.Wait()
 	if reads == 0 {
 		t.Fatal("no read ran outside the actor")
+	}
+}
+
+// levels records the level of each log record.
+type levels struct{ got []slog.Level }
+
+func (l *levels) Enabled(context.Context, slog.Level) bool { return true }
+func (l *levels) Handle(_ context.Context, r slog.Record) error {
+	l.got = append(l.got, r.Level)
+	return nil
+}
+func (l *levels) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *levels) WithGroup(string) slog.Handler      { return l }
+
+// A snapshot a newer owner fenced is the expected end of a zombie's work: a warning, not an
+// error; any other failed snapshot is an error.
+func TestSnapshotFencedIsAWarning(t *testing.T) {
+	h := &levels{}
+	d := &durable[*supplyplan.TenantState]{stream: "org", log: slog.New(h)}
+	d.snapshotFailed(fmt.Errorf("partition 3 epoch 2: %w (producer fenced)", supplyplan.ErrFenced))
+	d.snapshotFailed(errors.New("disk full"))
+	if len(h.got) != 2 || h.got[0] != slog.LevelWarn || h.got[1] != slog.LevelError {
+		t.Fatalf("levels %v, want WARN then ERROR", h.got)
 	}
 }

@@ -38,7 +38,7 @@ var (
 	// ErrFenced: another owner initialised the partition's transactional id after this one (or
 	// the producer failed for good in a way a takeover causes); this owner can no longer write (a
 	// zombie). It stays fenced until the partition is acquired again.
-	ErrFenced = errors.New("journal partition owner fenced by a newer owner")
+	ErrFenced = supplyplan.ErrFenced
 	// ErrSnapshotCorrupt: a snapshot's chunks do not match its recorded size or state hash.
 	ErrSnapshotCorrupt = errors.New("snapshot fails its state hash")
 )
