@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/jsonscan"
@@ -27,7 +28,9 @@ const maxInterned = 1 << 16
 
 // signalDecoder turns message values into DemandSignals. It is not safe for concurrent use: each
 // partition worker owns one. It interns the low-cardinality strings (organization, SKU, location,
-// channel), so a decoded signal costs one allocation (its id).
+// channel), and the fast parser's signal id points into the message value, so a decoded signal
+// costs no allocation: the value must not change while the signal is in use (kafka-go allocates
+// each message's value; the batch keeps it, for dead-lettering, as long as its signals).
 //
 // A hand-written parser handles the common shape (a flat object, unescaped strings); anything else
 // goes to encoding/json, and FuzzDecodeSignal checks both agree.
@@ -46,7 +49,7 @@ func (d *signalDecoder) decode(key, value []byte, out *supplyplan.DemandSignal) 
 		return d.decodeSlow(key, value, out)
 	}
 	*out = supplyplan.DemandSignal{
-		SignalID:       string(f.id),
+		SignalID:       unsafe.String(unsafe.SliceData(f.id), len(f.id)), // no copy: see signalDecoder
 		OrganizationID: d.field(fieldOrg, f.org),
 		SKU:            d.field(fieldSKU, f.sku),
 		Location:       d.field(fieldLoc, f.loc),
