@@ -60,7 +60,7 @@ func (d *signalDecoder) decode(key, value []byte, out *supplyplan.DemandSignal) 
 		out.Quantity = 0
 	}
 	out.OccurredAt = parseSignalTime(f.at)
-	return finishSignal(key, out, f.hasQty)
+	return finishSignal(key, out, f.hasQty, true)
 }
 
 // field interns b, checking the field's previous value first.
@@ -121,11 +121,17 @@ func (d *signalDecoder) decodeSlow(key, value []byte, out *supplyplan.DemandSign
 	if w.OccurredAt != "" {
 		out.OccurredAt, _ = supplyplan.ParseTime(w.OccurredAt)
 	}
-	return finishSignal(key, out, w.Quantity != nil)
+	return finishSignal(key, out, w.Quantity != nil, false)
 }
 
-func finishSignal(key []byte, s *supplyplan.DemandSignal, hasQty bool) (reason, msg string) {
-	err := supplyplan.NormalizeSignal(s)
+// finishSignal validates s (NormalizeSignal). validUTF8 says its strings are known to be valid
+// UTF-8: the fast parser's are (jsonscan.ScanString in strict mode declines any other).
+func finishSignal(key []byte, s *supplyplan.DemandSignal, hasQty, validUTF8 bool) (reason, msg string) {
+	normalize := supplyplan.NormalizeSignal
+	if validUTF8 {
+		normalize = supplyplan.NormalizeDecodedSignal
+	}
+	err := normalize(s)
 	if !hasQty {
 		if err == nil {
 			err = &supplyplan.Error{Code: supplyplan.EVALIDATION, Details: map[string][]string{}}
