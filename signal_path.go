@@ -5,7 +5,8 @@ import "fmt"
 // The write path of a live demand signal, from where it enters to where it is durable:
 //
 //  1. Validated once, where it enters a signal stream, by NormalizeSignal: the Kafka consumer's
-//     decoder (streams/signal_decode.go), or the in-process stream's Publish
+//     decoder (streams/signal_decode.go; NormalizeDecodedSignal, for strings its parser has
+//     already found to be valid UTF-8), or the in-process stream's Publish
 //     (streams/signal_local.go) behind POST /api/demand/signals, whose handler only turns the REST
 //     rows into signals. What fails is rejected there (dead-letter topic, or a REJECTED outcome
 //     with reason INVALID_SIGNAL naming the fields); nothing after it validates a signal again.

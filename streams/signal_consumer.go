@@ -51,7 +51,7 @@ type SignalConsumerConfig struct {
 
 	FetchMaxBytes int           // largest fetch response of a partition [4 MiB]
 	FetchMaxWait  time.Duration // how long the broker holds an empty fetch [250ms]
-	QueueCapacity int           // messages kafka-go buffers ahead per partition [1000]
+	QueueCapacity int           // unused (was kafka-go's Reader queue; the fetcher reads fetches itself)
 
 	RetryMin time.Duration // first delay before retrying a failed sink call or DLQ write [100ms]
 	RetryMax time.Duration // longest such delay [5s]
@@ -439,22 +439,8 @@ func (g *generation) runPartition(genCtx context.Context, a kafka.PartitionAssig
 	stopOnGen := context.AfterFunc(genCtx, cancel)
 	defer stopOnGen()
 
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:       c.cfg.Brokers,
-		Topic:         c.cfg.Topic,
-		Partition:     a.ID,
-		MinBytes:      1,
-		MaxBytes:      c.cfg.FetchMaxBytes,
-		MaxWait:       c.cfg.FetchMaxWait,
-		QueueCapacity: c.cfg.QueueCapacity,
-		Logger:        kafkaLogger(c.log, slog.LevelDebug),
-		ErrorLogger:   kafkaLogger(c.log, slog.LevelWarn),
-	})
-	if err := r.SetOffset(a.Offset); err != nil {
-		c.log.Error("seek partition", "partition", a.ID, "offset", a.Offset, "err", err)
-		_ = r.Close()
-		return
-	}
+	r := newPartitionReader(ctx, c.cfg.Brokers, c.cfg.Topic, a.ID, a.Offset, c.cfg.FetchMaxBytes,
+		c.cfg.FetchMaxWait, c.log)
 
 	queue := make(chan *consumerBatch, 1)
 	applierDone := make(chan struct{})
@@ -524,7 +510,7 @@ func (g *generation) process(b *consumerBatch) bool {
 // partitionFetcher reads and decodes one partition's messages into batches.
 type partitionFetcher struct {
 	c         *SignalConsumer
-	r         *kafka.Reader
+	r         *partitionReader
 	partition int
 	dec       *signalDecoder
 	grp       *signalGrouper
@@ -536,7 +522,8 @@ type partitionFetcher struct {
 // fetch, or until MaxWait has passed.
 func (p *partitionFetcher) fetchBatch(ctx context.Context) (*consumerBatch, error) {
 	c := p.c
-	m, err := p.r.FetchMessage(ctx)
+	p.r.refresh()
+	m, err := p.r.next(time.Time{})
 	if err != nil {
 		return nil, err
 	}
@@ -548,11 +535,12 @@ func (p *partitionFetcher) fetchBatch(ctx context.Context) (*consumerBatch, erro
 	b := c.getBatch(p.partition)
 	p.add(b, m)
 	if !caughtUp(m) && len(b.msgs) < c.cfg.MaxBatch {
-		wctx, cancel := context.WithTimeout(ctx, c.cfg.MaxWait)
+		p.r.refresh() // waiting for the slot may have taken long
+		until := time.Now().Add(c.cfg.MaxWait)
 		for len(b.msgs) < c.cfg.MaxBatch {
-			m, err = p.r.FetchMessage(wctx)
+			m, err = p.r.next(until)
 			if err != nil {
-				if wctx.Err() != nil && ctx.Err() == nil {
+				if errors.Is(err, errWindowOver) {
 					err = nil // the window is over: go with what we have
 				}
 				break
@@ -562,7 +550,6 @@ func (p *partitionFetcher) fetchBatch(ctx context.Context) (*consumerBatch, erro
 				break
 			}
 		}
-		cancel()
 	}
 	n := int64(len(b.msgs))
 	c.stats.fetched.Add(n)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/jsonscan"
@@ -27,7 +28,9 @@ const maxInterned = 1 << 16
 
 // signalDecoder turns message values into DemandSignals. It is not safe for concurrent use: each
 // partition worker owns one. It interns the low-cardinality strings (organization, SKU, location,
-// channel), so a decoded signal costs one allocation (its id).
+// channel), and the fast parser's signal id points into the message value, so a decoded signal
+// costs no allocation: the value must not change while the signal is in use (kafka-go allocates
+// each message's value; the batch keeps it, for dead-lettering, as long as its signals).
 //
 // A hand-written parser handles the common shape (a flat object, unescaped strings); anything else
 // goes to encoding/json, and FuzzDecodeSignal checks both agree.
@@ -46,7 +49,7 @@ func (d *signalDecoder) decode(key, value []byte, out *supplyplan.DemandSignal) 
 		return d.decodeSlow(key, value, out)
 	}
 	*out = supplyplan.DemandSignal{
-		SignalID:       string(f.id),
+		SignalID:       unsafe.String(unsafe.SliceData(f.id), len(f.id)), // no copy: see signalDecoder
 		OrganizationID: d.field(fieldOrg, f.org),
 		SKU:            d.field(fieldSKU, f.sku),
 		Location:       d.field(fieldLoc, f.loc),
@@ -57,7 +60,7 @@ func (d *signalDecoder) decode(key, value []byte, out *supplyplan.DemandSignal) 
 		out.Quantity = 0
 	}
 	out.OccurredAt = parseSignalTime(f.at)
-	return finishSignal(key, out, f.hasQty)
+	return finishSignal(key, out, f.hasQty, true)
 }
 
 // field interns b, checking the field's previous value first.
@@ -118,11 +121,17 @@ func (d *signalDecoder) decodeSlow(key, value []byte, out *supplyplan.DemandSign
 	if w.OccurredAt != "" {
 		out.OccurredAt, _ = supplyplan.ParseTime(w.OccurredAt)
 	}
-	return finishSignal(key, out, w.Quantity != nil)
+	return finishSignal(key, out, w.Quantity != nil, false)
 }
 
-func finishSignal(key []byte, s *supplyplan.DemandSignal, hasQty bool) (reason, msg string) {
-	err := supplyplan.NormalizeSignal(s)
+// finishSignal validates s (NormalizeSignal). validUTF8 says its strings are known to be valid
+// UTF-8: the fast parser's are (jsonscan.ScanString in strict mode declines any other).
+func finishSignal(key []byte, s *supplyplan.DemandSignal, hasQty, validUTF8 bool) (reason, msg string) {
+	normalize := supplyplan.NormalizeSignal
+	if validUTF8 {
+		normalize = supplyplan.NormalizeDecodedSignal
+	}
+	err := normalize(s)
 	if !hasQty {
 		if err == nil {
 			err = &supplyplan.Error{Code: supplyplan.EVALIDATION, Details: map[string][]string{}}

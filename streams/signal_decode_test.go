@@ -1,11 +1,13 @@
 package streams
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/jsonscan"
@@ -164,5 +166,22 @@ func TestParseRFC3339UTC(t *testing.T) {
 		if _, ok := parseRFC3339UTC([]byte(in)); ok {
 			t.Errorf("%s: accepted", in)
 		}
+	}
+}
+
+// TestDecodeSignalIDNoCopy checks that the fast path neither allocates nor copies: the signal id
+// points into the message value.
+func TestDecodeSignalIDNoCopy(t *testing.T) {
+	d := newSignalDecoder()
+	v := []byte(`{"signalId":"sig-000001","organizationId":"org_1","skuId":"SKU-1","locationId":"WH-1","channel":"web","quantity":2.5,"occurredAt":"2026-03-04T10:20:30.123Z"}`)
+	var s supplyplan.DemandSignal
+	if r, m := d.decode([]byte("org_1"), v, &s); r != "" {
+		t.Fatal(r, m)
+	}
+	if s.SignalID != "sig-000001" || unsafe.StringData(s.SignalID) != &v[bytes.Index(v, []byte("sig-"))] {
+		t.Errorf("signal id %q is not the value's bytes", s.SignalID)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { d.decode([]byte("org_1"), v, &s) }); allocs != 0 {
+		t.Errorf("decode allocates %v times, want 0", allocs)
 	}
 }

@@ -1,11 +1,13 @@
 package jsonscan_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/supplyplan/supplyplan/internal/jsonscan"
 )
@@ -147,4 +149,67 @@ func FuzzScan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// refScanString is ScanString's contract written plainly, byte by byte.
+func refScanString(b []byte, i int, strict bool) ([]byte, int, bool) {
+	start, ascii := i, true
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			if s := b[start:i]; ascii || !strict || utf8.Valid(s) {
+				return s, i + 1, true
+			}
+			return nil, 0, false
+		case c < 0x20:
+			return nil, 0, false
+		case c == '\\':
+			if strict || i+1 >= len(b) {
+				return nil, 0, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if _, ok := jsonscan.Hex4(b, i+2); !ok {
+					return nil, 0, false
+				}
+				i += 6
+			default:
+				return nil, 0, false
+			}
+		case c >= utf8.RuneSelf:
+			ascii = false
+			i++
+		default:
+			i++
+		}
+	}
+	return nil, 0, false
+}
+
+// TestScanStringEveryPosition checks ScanString (its eight-bytes-at-a-time fast path above all)
+// against refScanString with each special byte at each position of strings of 0 to 40 bytes.
+func TestScanStringEveryPosition(t *testing.T) {
+	specials := []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xc3, 0xff, '!', '#', '[', ']', 'n'}
+	for n := 0; n <= 40; n++ {
+		for pos := 0; pos <= n; pos++ {
+			for _, c := range specials {
+				for _, tail := range []string{`"`, `", "x":1}`, ``, `\"`} {
+					b := append([]byte{'"'}, bytes.Repeat([]byte{'a'}, n)...)
+					if pos < n {
+						b[1+pos] = c
+					}
+					b = append(b, tail...)
+					for _, strict := range []bool{true, false} {
+						s, next, ok := jsonscan.ScanString(b, 1, strict)
+						ws, wnext, wok := refScanString(b, 1, strict)
+						if ok != wok || (ok && (string(s) != string(ws) || next != wnext)) {
+							t.Fatalf("ScanString(%q, strict %v) = %q, %d, %v; want %q, %d, %v", b, strict, s, next, ok, ws, wnext, wok)
+						}
+					}
+				}
+			}
+		}
+	}
 }
