@@ -47,15 +47,32 @@ func IsDateOnly(s string) bool {
 
 // StartOfDay returns midnight UTC of t's day.
 func StartOfDay(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	return time.Unix(unixDay(t)*secondsPerDay, 0).UTC()
 }
 
-// WeekStart returns the Monday (00:00 UTC) of the ISO week containing t.
+// WeekStart returns the Monday (00:00 UTC) of the ISO week containing t. Day arithmetic on the
+// Unix clock: AddDate and Date convert to a calendar and back, the larger part of resolving an
+// imported demand row.
 func WeekStart(t time.Time) time.Time {
-	d := StartOfDay(t)
-	wd := (int(d.Weekday()) + 6) % 7 // Monday = 0
-	return d.AddDate(0, 0, -wd)
+	d := unixDay(t)
+	// 1970-01-01 was a Thursday: day d is (d+3) mod 7 days after a Monday.
+	return time.Unix((d-floorMod(d+3, 7))*secondsPerDay, 0).UTC()
+}
+
+const secondsPerDay = 24 * 60 * 60
+
+// unixDay is the number of t's UTC day counted from 1970-01-01 (negative before it).
+func unixDay(t time.Time) int64 {
+	s := t.Unix()
+	return (s - floorMod(s, secondsPerDay)) / secondsPerDay
+}
+
+func floorMod(a, n int64) int64 {
+	m := a % n
+	if m < 0 {
+		m += n
+	}
+	return m
 }
 
 // parseDate parses exactly YYYY-MM-DD.
