@@ -80,7 +80,48 @@ func startDistNodes(t *testing.T, n, parts int, extra ...string) *distNodes {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.table.Close)
+	d.settle()
 	return d
+}
+
+// settle waits until the group has placed every partition on the running nodes: each partition
+// has an owner record naming one of them, every node owns at least one (when there are enough
+// partitions), and the map (owner and epoch) stays the same for a second. Nodes start together but join the group
+// one by one, so right after the first owner record a later join can still move a partition: a
+// request to it then answers 503 "moved to another node" (what a client should retry, but not
+// what a test's setup should meet).
+func (d *distNodes) settle() {
+	d.t.Helper()
+	var last string
+	var since time.Time
+	eventually(d.t, 60*time.Second, func() error {
+		owners := make([][2]uint64, d.parts) // node, epoch
+		count := make([]int, len(d.addrs))
+		for p := range d.parts {
+			rec, ok := d.table.Owner(int32(p))
+			if !ok || d.node(rec.Addr) < 0 {
+				last = ""
+				return fmt.Errorf("partition %d has no owner among the nodes yet", p)
+			}
+			owners[p] = [2]uint64{uint64(d.node(rec.Addr)), rec.Epoch}
+			count[d.node(rec.Addr)]++
+		}
+		if d.parts >= len(d.addrs) {
+			for i, c := range count {
+				if c == 0 {
+					last = ""
+					return fmt.Errorf("node %d owns no partition yet", i)
+				}
+			}
+		}
+		if key := fmt.Sprint(owners); key != last {
+			last, since = key, time.Now()
+		}
+		if time.Since(since) < time.Second {
+			return fmt.Errorf("owners %s since %s", last, time.Since(since).Round(time.Millisecond))
+		}
+		return nil
+	})
 }
 
 // startAll starts every node concurrently (each waits until it listens).
