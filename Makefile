@@ -39,6 +39,8 @@ fuzz:
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeEvent -fuzztime 30s
 	$(GO) test ./internal/strictjson -run '^$$' -fuzz FuzzCheck -fuzztime 30s
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzScan -fuzztime 30s
+	$(GO) test ./internal/importjson -run '^$$' -fuzz FuzzDecodeOrderFast -fuzztime 30s
+	$(GO) test ./internal/importjson -run '^$$' -fuzz FuzzDecodeDemandFast -fuzztime 30s
 	$(GO) test ./rpc -run '^$$' -fuzz FuzzHandleMCP -fuzztime 30s
 	$(GO) test ./http -run '^$$' -fuzz FuzzDecodeTransition -fuzztime 30s
 	$(GO) test . -run '^$$' -fuzz FuzzDecodePlainJSON -fuzztime 30s

@@ -143,9 +143,16 @@ func DecodeRows(kind supplyplan.ImportKind, raw []json.RawMessage, offset int) s
 	d := supplyplan.DecodedRows{Kind: kind}
 	var in interner
 	var slab []demandSlab
-	if kind == supplyplan.ImportDemandHistory {
+	var orders []orderVals
+	var lines lineArena
+	switch kind {
+	case supplyplan.ImportDemandHistory:
 		in, slab = interner{}, make([]demandSlab, len(raw))
 		d.Demand = make([]supplyplan.DemandHistoryRow, 0, len(raw))
+		d.Index = make([]int, 0, len(raw))
+	case supplyplan.ImportOrders:
+		in, orders = interner{}, make([]orderVals, len(raw))
+		d.Orders = make([]supplyplan.OrderRow, 0, len(raw))
 		d.Index = make([]int, 0, len(raw))
 	}
 	for i, r := range raw {
@@ -155,6 +162,20 @@ func DecodeRows(kind supplyplan.ImportKind, raw []json.RawMessage, offset int) s
 			var row supplyplan.DemandHistoryRow
 			if decodeDemandFast(r, in, &slab[i], &row) {
 				d.Demand = append(d.Demand, row)
+				d.Index = append(d.Index, idx)
+				continue
+			}
+		}
+		if kind == supplyplan.ImportOrders {
+			var row supplyplan.OrderRow
+			if decodeOrderFast(r, in, &orders[i], &lines, &row) {
+				if !orderInBounds(&row) {
+					if err = supplyplan.CheckRowInput(idx, &row); err != nil {
+						d.Errors = append(d.Errors, *err)
+						continue
+					}
+				}
+				d.Orders = append(d.Orders, row)
 				d.Index = append(d.Index, idx)
 				continue
 			}

@@ -17,6 +17,10 @@ func importBody(tb testing.TB, kind supplyplan.ImportKind, n int) []byte {
 		case supplyplan.ImportDemandHistory:
 			rows[i] = map[string]any{"skuId": fmt.Sprintf("P%05d", i%5000), "locationId": fmt.Sprintf("L%d", i%4),
 				"weekStarting": "2024-01-01", "actualDemand": float64(i%97) + 0.5, "channel": "WEB"}
+		case supplyplan.ImportOrders:
+			rows[i] = map[string]any{"externalOrderId": fmt.Sprintf("O%06d", i), "priority": i % 3, "fill": "PARTIAL", "maxLocations": 2,
+				"lines": []map[string]any{{"skuId": fmt.Sprintf("P%05d", i%5000), "quantity": 2, "locationId": fmt.Sprintf("L%d", i%50)},
+					{"skuId": fmt.Sprintf("P%05d", (i+7)%5000), "quantity": 1, "locationId": fmt.Sprintf("L%d", i%50)}}}
 		default:
 			rows[i] = map[string]any{"externalId": fmt.Sprintf("P%05d", i), "name": fmt.Sprintf("Product %d", i),
 				"sku": fmt.Sprintf("SKU-%05d", i), "categoryId": "cat-1", "unitCost": 1.25, "unitPrice": 2.5, "shelfLifeDays": 30}
@@ -32,7 +36,7 @@ func importBody(tb testing.TB, kind supplyplan.ImportKind, n int) []byte {
 // BenchmarkImportDecode measures what an import request costs before the tenant actor: splitting
 // the body into rows (with its JSON checks) and decoding every row.
 func BenchmarkImportDecode(b *testing.B) {
-	for _, kind := range []supplyplan.ImportKind{supplyplan.ImportDemandHistory, supplyplan.ImportCatalog} {
+	for _, kind := range []supplyplan.ImportKind{supplyplan.ImportDemandHistory, supplyplan.ImportCatalog, supplyplan.ImportOrders} {
 		body := importBody(b, kind, 50000)
 		b.Run(string(kind), func(b *testing.B) {
 			b.ReportAllocs()

@@ -79,6 +79,7 @@ func runAllocRound(e *env, d *allocData, profileIt bool) (allocRound, error) {
 	// The setup's background work (the tenant's snapshot after 500,000 levels, the collector) is
 	// not the allocation's: start the clock once the service is idle.
 	idle := waitIdle(svc.cmd.Process.Pid, 30*time.Second)
+	runtime.GC() // the setup's garbage in this process is not collected during the timed phase
 	_, hwmBefore := memOf(svc.cmd.Process.Pid)
 	profiled := func() {}
 	if profileIt {
