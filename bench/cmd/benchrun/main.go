@@ -612,7 +612,8 @@ func load(args []string) {
 // operations address (run the service with --ops-addr through -service-args), over
 // BENCH_PROFILE_SECONDS (default 2); with BENCH_TRACE=1 also an execution trace into
 // /tmp/<name>.trace (go tool trace). The returned function waits for them (a section that stops
-// its service right after the measured work calls it first).
+// its service right after the measured work calls it first) and then writes the live heap, after
+// a collection, into /tmp/<name>.heap.prof.
 func profile(name string) (wait func()) {
 	addr := os.Getenv("BENCH_PROFILE")
 	if addr == "" {
@@ -635,5 +636,11 @@ func profile(name string) (wait func()) {
 			}
 		})
 	}
-	return wg.Wait
+	return func() {
+		wg.Wait()
+		// The live heap once the measured work is done (after a collection): what it kept.
+		if st, b, err := call("GET", "http://"+addr+"/debug/pprof/heap?gc=1", nil, nil); err == nil && st == 200 {
+			_ = os.WriteFile("/tmp/"+name+".heap.prof", b, 0o644)
+		}
+	}
 }
