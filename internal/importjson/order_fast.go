@@ -45,7 +45,9 @@ var lineKeys = []string{"lineId", "skuId", "quantity", "locationId"}
 // only matches case-insensitively, an escape, invalid UTF-8, a type mismatch, an integer written
 // as a fraction or out of range.
 func decodeOrderFast(b []byte, in interner, vals *orderVals, lines *lineArena, row *supplyplan.OrderRow) bool {
-	return eachField(b, orderKeys, func(key, v []byte) bool {
+	f := newFields(b, orderKeys)
+	for f.next() {
+		key, v := f.key, f.val
 		null := len(v) == 4 && string(v) == "null"
 		switch string(key) {
 		case "externalOrderId", "status", "channel", "orderedAt", "requestedDate", "fill":
@@ -67,7 +69,7 @@ func decodeOrderFast(b []byte, in interner, vals *orderVals, lines *lineArena, r
 			}
 			if null {
 				*field = nil
-				return true
+				continue
 			}
 			sin := in
 			if field == &row.ExternalOrderID {
@@ -91,7 +93,7 @@ func decodeOrderFast(b []byte, in interner, vals *orderVals, lines *lineArena, r
 			}
 			if null {
 				*field = nil
-				return true
+				continue
 			}
 			n, ok := plainInt(v)
 			if !ok {
@@ -101,7 +103,7 @@ func decodeOrderFast(b []byte, in interner, vals *orderVals, lines *lineArena, r
 		case "version":
 			if null {
 				row.Version = nil
-				return true
+				continue
 			}
 			n, ok := plainInt(v)
 			if !ok {
@@ -111,7 +113,7 @@ func decodeOrderFast(b []byte, in interner, vals *orderVals, lines *lineArena, r
 		case "minQuantity":
 			if null {
 				row.MinQuantity = nil
-				return true
+				continue
 			}
 			f, ok := plainFloat(v)
 			if !ok {
@@ -121,7 +123,7 @@ func decodeOrderFast(b []byte, in interner, vals *orderVals, lines *lineArena, r
 		case "lines":
 			if null {
 				row.Lines = nil
-				return true
+				continue
 			}
 			ls, ok := decodeLinesFast(v, in, lines)
 			if !ok {
@@ -129,8 +131,8 @@ func decodeOrderFast(b []byte, in interner, vals *orderVals, lines *lineArena, r
 			}
 			row.Lines = ls
 		}
-		return true
-	})
+	}
+	return f.ok()
 }
 
 // decodeLinesFast decodes the lines array of an order row; an element that is not a plain object
@@ -163,19 +165,21 @@ func decodeLinesFast(b []byte, in interner, arena *lineArena) ([]supplyplan.Orde
 		}
 		var line supplyplan.OrderLineRow
 		vals := arena.next()
-		ok := eachField(b[es:i], lineKeys, func(key, v []byte) bool {
+		f := newFields(b[es:i], lineKeys)
+		for f.next() {
+			key, v := f.key, f.val
 			null := len(v) == 4 && string(v) == "null"
 			if string(key) == "quantity" {
 				if null {
 					line.Quantity = nil
-					return true
+					continue
 				}
 				f, ok := plainFloat(v)
 				if !ok {
-					return false
+					return nil, false
 				}
 				vals.qty, line.Quantity = f, &vals.qty
-				return true
+				continue
 			}
 			var dst *string
 			var field **string
@@ -187,11 +191,11 @@ func decodeLinesFast(b []byte, in interner, arena *lineArena) ([]supplyplan.Orde
 			case "locationId":
 				dst, field = &vals.loc, &line.LocationID
 			default:
-				return true // unknown key: skipped, as encoding/json does
+				continue // unknown key: skipped, as encoding/json does
 			}
 			if null {
 				*field = nil
-				return true
+				continue
 			}
 			sin := in
 			if field == &line.LineID {
@@ -199,72 +203,93 @@ func decodeLinesFast(b []byte, in interner, arena *lineArena) ([]supplyplan.Orde
 			}
 			s, ok := plainString(v, sin)
 			if !ok {
-				return false
+				return nil, false
 			}
 			*dst, *field = s, dst
-			return true
-		})
-		if !ok {
+		}
+		if !f.ok() {
 			return nil, false
 		}
 		out = append(out, line)
 	}
 }
 
-// eachField calls fn with every key and raw value of the JSON object b, in order. It returns false
-// (the caller falls back to encoding/json) when b is not a plain object, when a key is not one of
-// known but matches one of them case-insensitively or holds an escape (encoding/json's matching
-// then decides), or when fn returns false. Unknown keys are skipped without calling fn.
-func eachField(b []byte, known []string, fn func(key, v []byte) bool) bool {
+// fields walks the members of a plain JSON object, in order: next stops at each member whose key
+// is one of known (key and val are set), skipping the others. It stops for good (ok false: the
+// caller falls back to encoding/json) when the bytes are not a plain object, or when a key is not
+// one of known but matches one of them case-insensitively or holds an escape (encoding/json's
+// matching then decides). A loop over next instead of a callback keeps the caller's switch in the
+// caller: with a closure the demand-history rows decoded a quarter slower.
+type fields struct {
+	b          []byte
+	i          int
+	known      []string
+	key, val   []byte
+	done, fine bool
+}
+
+func newFields(b []byte, known []string) fields {
 	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return false
+		return fields{done: true}
 	}
-	i++
-	for {
+	return fields{b: b, i: i + 1, known: known}
+}
+
+// ok reports whether the walk reached the object's end cleanly.
+func (f *fields) ok() bool { return f.done && f.fine }
+
+func (f *fields) stop(fine bool) bool {
+	f.done, f.fine = true, fine
+	return false
+}
+
+func (f *fields) next() bool {
+	b, i := f.b, f.i
+	for !f.done {
 		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) {
-			return false
+			return f.stop(false)
 		}
 		switch b[i] {
 		case '}':
-			return jsonscan.SkipWS(b, i+1) == len(b)
+			return f.stop(jsonscan.SkipWS(b, i+1) == len(b))
 		case ',':
 			i++
 			continue
 		case '"':
 		default:
-			return false
+			return f.stop(false)
 		}
 		ks := i + 1
 		i = jsonscan.SkipString(b, i)
 		if i > len(b) {
-			return false
+			return f.stop(false)
 		}
 		key := b[ks : i-1]
 		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) || b[i] != ':' {
-			return false
+			return f.stop(false)
 		}
 		i = jsonscan.SkipWS(b, i+1)
 		if i >= len(b) {
-			return false
+			return f.stop(false)
 		}
 		vs := i
 		i = jsonscan.SkipValue(b, i)
 		if i > len(b) {
-			return false
+			return f.stop(false)
 		}
-		if !isKey(key, known) {
-			if foldsToKey(key, known) {
-				return false
+		if !isKey(key, f.known) {
+			if foldsToKey(key, f.known) {
+				return f.stop(false)
 			}
 			continue
 		}
-		if !fn(key, b[vs:i]) {
-			return false
-		}
+		f.i, f.key, f.val = i, key, b[vs:i]
+		return true
 	}
+	return false
 }
 
 func isKey(k []byte, known []string) bool {
