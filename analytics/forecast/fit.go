@@ -65,8 +65,12 @@ func (w *workspace) sse(k kind, p params, y []float64, ok []bool, end int) float
 	return s
 }
 
-// sseFast is sse for SES, Holt, damped Holt and additive Holt-Winters, without the per-week
-// dispatch of state.update; the recursions are those of state.update.
+// sseFast is sse for SES, Theta, Holt, damped Holt and the two Holt-Winters, without the
+// per-week dispatch of state.update. The recursions are those of state.update rewritten on the
+// one-step forecast f = level + damped trend: f' = (f + phi*trend') + K*e, so that a week's
+// dependency chain is one subtraction, one multiplication and one addition (state.update's
+// form chains level -> trend -> forecast, about twice as long). The rewrite is exact in real
+// arithmetic; in floating point the sums differ in their last bits (TestSSEFastMatchesUpdate).
 func (w *workspace) sseFast(k kind, p params, y []float64, ok []bool, end int) float64 {
 	l, b, s := w.seed.l, w.seed.b, 0.0
 	a, be, phi := p.alpha, p.beta, p.phi
@@ -83,16 +87,19 @@ func (w *workspace) sseFast(k kind, p params, y []float64, ok []bool, end int) f
 		if k == kHolt {
 			phi = 1
 		}
+		// f is the forecast for week t, pb the damped trend phi*b: after an observed week
+		// l' = f + a*e and b' = pb + a*be*e, so f' = l' + phi*b' = (f + phi*pb) + a*(1+phi*be)*e.
+		f, pb := l+phi*b, phi*b
+		kf, kb := a+phi*a*be, phi*a*be
 		for t := range end {
-			f := l + phi*b
+			u := f + phi*pb
 			if ok[t] {
 				e := y[t] - f
 				s += e * e
-				ln := f + a*e
-				b = be*(ln-l) + (1-be)*phi*b
-				l = ln
+				f = u + kf*e
+				pb = phi*pb + kb*e
 			} else {
-				l, b = f, phi*b
+				f, pb = u, phi*pb
 			}
 		}
 	case kTheta:
@@ -106,47 +113,52 @@ func (w *workspace) sseFast(k kind, p params, y []float64, ok []bool, end int) f
 			pw *= 1 - a
 		}
 	case kHWMul:
+		// f = l + b; after an observed week with positive season and forecast, r = y/s - f,
+		// l' = f + a*r and b' = b + a*be*r, so f' = (f + b) + a*(1+be)*r.
 		sea := w.season[:]
 		copy(sea, w.seedSeason[:])
 		g := p.gamma
+		f, kf, kb := l+b, a+a*be, a*be
 		i := 0
 		for t := range end {
-			sp, f := sea[i], l+b
+			sp := sea[i]
 			switch {
 			case ok[t] && sp > 0 && f > 0:
 				e := y[t] - f*sp
 				s += e * e
-				ln := a*(y[t]/sp) + (1-a)*f
+				r := y[t]/sp - f
 				sea[i] = g*(y[t]/f) + (1-g)*sp
-				b = be*(ln-l) + (1-be)*b
-				l = ln
+				f = (f + b) + kf*r
+				b += kb * r
 			case ok[t]:
 				e := y[t] - f*sp
 				s += e * e
-				l = f
+				f += b
 			default:
-				l = f
+				f += b
 			}
 			if i++; i == SeasonLength {
 				i = 0
 			}
 		}
 	case kHWAdd:
+		// f = l + b; after an observed week e = y - s - f, l' = f + a*e, b' = b + a*be*e and
+		// s' = s + g*e, so f' = (f + b) + a*(1+be)*e.
 		sea := w.season[:]
 		copy(sea, w.seedSeason[:])
 		g := p.gamma
+		f, kf, kb := l+b, a+a*be, a*be
 		i := 0
 		for t := range end {
-			sp, f := sea[i], l+b
+			sp := sea[i]
 			if ok[t] {
-				e := y[t] - f - sp
+				e := (y[t] - sp) - f
 				s += e * e
-				ln := a*(y[t]-sp) + (1-a)*f
-				sea[i] = g*(y[t]-f) + (1-g)*sp
-				b = be*(ln-l) + (1-be)*b
-				l = ln
+				sea[i] = sp + g*e
+				f = (f + b) + kf*e
+				b += kb * e
 			} else {
-				l = f
+				f += b
 			}
 			if i++; i == SeasonLength {
 				i = 0

@@ -87,9 +87,7 @@ func (w *workspace) intervals(bl *baseline, n, H int, level float64) intervalSet
 		iv.corr = min(max(cross/pairs, 0), 1)
 	}
 	if len(w.errs) >= minEmpirical {
-		slices.Sort(w.errs)
-		iv.lo = quantile(w.errs, (1-level)/2)
-		iv.hi = quantile(w.errs, (1+level)/2)
+		iv.lo, iv.hi = quantiles(w.errs, (1-level)/2, (1+level)/2)
 		iv.lo, iv.hi = min(iv.lo, 0), max(iv.hi, 0)
 	}
 	// Small-sample honesty: sigma[h] rests on cnt[h] errors that overlap over h steps, so about
@@ -122,6 +120,87 @@ func studentT(p, nu float64) float64 {
 	z := math.Sqrt2 * math.Erfinv(2*p-1)
 	z3, z5 := z*z*z, z*z*z*z*z
 	return z + (z3+z)/(4*nu) + (5*z5+16*z3+3*z)/(96*nu*nu)
+}
+
+// quantiles returns the linearly interpolated p- and q-quantiles (p <= q) of v, reordering v: the
+// same values as quantile on sorted v, from the four order statistics they need instead of a
+// sort (sorting the ~600 standardised errors was a tenth of a forecast's CPU).
+func quantiles(v []float64, p, q float64) (float64, float64) {
+	for _, x := range v {
+		if x != x { // NaN: keep slices.Sort's order, which puts them first
+			slices.Sort(v)
+			return quantile(v, p), quantile(v, q)
+		}
+	}
+	n := len(v)
+	// at is the quantile at position x once v[k] is the k-th smallest value and v[k+1:] holds
+	// the larger ones.
+	at := func(x float64, k int) float64 {
+		if k >= n-1 {
+			return v[n-1]
+		}
+		f := x - float64(k)
+		return v[k]*(1-f) + slices.Min(v[k+1:])*f
+	}
+	xi, xj := p*float64(n-1), q*float64(n-1)
+	i, j := min(int(xi), n-1), min(int(xj), n-1)
+	nthSmallest(v, i)
+	a := at(xi, i)
+	if j > i { // v[i+1:] holds the n-i-1 largest values
+		nthSmallest(v[i+1:], j-i-1)
+	}
+	return a, at(xj, j)
+}
+
+// nthSmallest reorders v so that v[k] is its k-th smallest value (0-based), everything before it
+// no larger and everything after no smaller, and returns v[k] (Hoare's selection with a
+// median-of-three pivot; v holds no NaN).
+func nthSmallest(v []float64, k int) float64 {
+	lo, hi := 0, len(v)-1
+	for hi > lo {
+		if hi-lo < 12 {
+			for i := lo + 1; i <= hi; i++ {
+				for j := i; j > lo && v[j] < v[j-1]; j-- {
+					v[j], v[j-1] = v[j-1], v[j]
+				}
+			}
+			break
+		}
+		mid := lo + (hi-lo)/2
+		if v[mid] < v[lo] {
+			v[mid], v[lo] = v[lo], v[mid]
+		}
+		if v[hi] < v[lo] {
+			v[hi], v[lo] = v[lo], v[hi]
+		}
+		if v[hi] < v[mid] {
+			v[hi], v[mid] = v[mid], v[hi]
+		}
+		pivot := v[mid]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < pivot {
+				i++
+			}
+			for v[j] > pivot {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
 }
 
 // quantile is the linearly interpolated p-quantile of sorted values.

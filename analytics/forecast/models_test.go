@@ -3,6 +3,7 @@ package forecast
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -299,38 +300,100 @@ func TestScoreByHand(t *testing.T) {
 	}
 }
 
-// TestFastFitLoopsMatchRecursions checks the hand-specialised SSE loops used while fitting
-// against the general state recursion, with missing weeks.
+// TestFastFitLoopsMatchRecursions checks the hand-specialised SSE loops used while fitting (which
+// run the recursions on the one-step forecast rather than on level and trend) against the
+// general state recursion, over random parameters within the fit bounds and histories with
+// trend, season, missing weeks, zeros and a level change.
 func TestFastFitLoopsMatchRecursions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	y := make([]float64, 2*SeasonLength+30)
-	for i := range y {
-		y[i] = 50 + 0.2*float64(i) + 10*math.Sin(2*math.Pi*float64(i)/SeasonLength) + 3*rng.NormFloat64()
-		if i%17 == 5 {
-			y[i] = math.NaN()
+	shapes := []func(i int) float64{
+		func(i int) float64 {
+			return 50 + 0.2*float64(i) + 10*math.Sin(2*math.Pi*float64(i)/SeasonLength) + 3*rng.NormFloat64()
+		},
+		func(i int) float64 { // intermittent: zeros take the multiplicative model's guarded branch
+			if rng.Float64() < 0.4 {
+				return 0
+			}
+			return float64(1 + rng.IntN(9))
+		},
+		func(i int) float64 { // a level shift and a falling trend
+			if i < 70 {
+				return 400 - 2*float64(i) + 20*rng.NormFloat64()
+			}
+			return 90 + 5*rng.NormFloat64()
+		},
+	}
+	for si, shape := range shapes {
+		y := make([]float64, 2*SeasonLength+52)
+		for i := range y {
+			y[i] = shape(i)
+			if i%17 == 5 {
+				y[i] = math.NaN()
+			}
+		}
+		ok := allOK(y)
+		for trial := range 50 {
+			for _, k := range []kind{kSES, kHolt, kDamped, kHWAdd, kHWMul, kTheta} {
+				var x [3]float64
+				for d := range dims[k] {
+					lo, hi := bounds[k][d][0], bounds[k][d][1]
+					x[d] = lo + rng.Float64()*(hi-lo)
+				}
+				p := toParams(k, x)
+				w := new(workspace)
+				w.seedFit(k, y, ok, len(y))
+				got := w.sse(k, p, y, ok, len(y))
+				var st state
+				var season [SeasonLength]float64
+				if !st.init(k, p, y, ok, len(y), season[:]) { // the model cannot run on these data
+					if !math.IsInf(got, 1) {
+						t.Errorf("shape %d %s: init refused, fast SSE %v, want +Inf", si, k, got)
+					}
+					continue
+				}
+				want := 0.0
+				for i := range y {
+					if ok[i] {
+						e := y[i] - st.forecast(1)
+						want += e * e
+					}
+					st.update(y[i], ok[i])
+				}
+				if math.IsNaN(want) {
+					want = math.Inf(1)
+				}
+				if got != want && !near(got, want, 1e-9) {
+					t.Errorf("shape %d trial %d %s %+v: fast SSE %v, recursion %v", si, trial, k, p, got, want)
+				}
+			}
 		}
 	}
-	ok := allOK(y)
-	p := params{alpha: 0.35, beta: 0.1, gamma: 0.2, phi: 0.9}
-	for _, k := range []kind{kSES, kHolt, kDamped, kHWAdd, kHWMul, kTheta} {
-		w := new(workspace)
-		w.seedFit(k, y, ok, len(y))
-		got := w.sse(k, p, y, ok, len(y))
-		var st state
-		var season [SeasonLength]float64
-		if !st.init(k, p, y, ok, len(y), season[:]) {
-			t.Fatalf("%s: init", k)
-		}
-		want := 0.0
-		for i := range y {
-			if ok[i] {
-				e := y[i] - st.forecast(1)
-				want += e * e
+}
+
+// TestQuantilesMatchSorting checks the selection-based quantiles against quantile on sorted
+// values, with ties, a few values and the extreme levels.
+func TestQuantilesMatchSorting(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for trial := range 2000 {
+		n := 1 + rng.IntN(700)
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+			if trial%3 == 0 {
+				v[i] = math.Round(v[i] * 2) // many ties
 			}
-			st.update(y[i], ok[i])
 		}
-		if !near(got, want, 1e-9) {
-			t.Errorf("%s: fast SSE %v, recursion %v", k, got, want)
+		p := rng.Float64()
+		if trial%10 == 0 {
+			p = []float64{0, 1, 0.5}[trial%3]
+		}
+		q := p + (1-p)*rng.Float64()
+		sorted := slices.Clone(v)
+		slices.Sort(sorted)
+		wantP, wantQ := quantile(sorted, p), quantile(sorted, q)
+		gotP, gotQ := quantiles(v, p, q)
+		if gotP != wantP || gotQ != wantQ {
+			t.Fatalf("n=%d p=%v q=%v: got %v %v, want %v %v", n, p, q, gotP, gotQ, wantP, wantQ)
 		}
 	}
 }
