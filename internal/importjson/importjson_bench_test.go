@@ -54,3 +54,16 @@ func BenchmarkImportDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkImportSplit measures the strict check and row split alone (the part of an import that
+// runs while its POST waits).
+func BenchmarkImportSplit(b *testing.B) {
+	body := importBody(b, supplyplan.ImportDemandHistory, 50000)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := SplitBody(supplyplan.ImportDemandHistory, body, 50000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
