@@ -221,10 +221,11 @@ func (s *LoopRuntime) tick(ctx context.Context) {
 	prune := now.Second() == 0 || s.cfg.TimerTick >= time.Minute
 	s.core.runs.Range(func(k, _ any) bool {
 		org := k.(string)
+		pruneOrg := prune // once per organization, in its first transaction
 		for {
 			res, err := runTx(ctx, s, org, func(st *supplyplan.LoopRunState) (supplyplan.LoopResult, []supplyplan.Record, error) {
 				var recs []supplyplan.Record
-				if prune {
+				if pruneOrg {
 					recs = st.PruneIdem(now)
 				}
 				ids := st.DueTimers(now, 500)
@@ -238,7 +239,7 @@ func (s *LoopRuntime) tick(ctx context.Context) {
 				s.core.log.Warn("loop timeouts", "org", org, "err", err)
 				return true
 			}
-			prune = false
+			pruneOrg = false
 			if len(res.Events) == 0 {
 				return true
 			}

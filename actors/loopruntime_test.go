@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/supplyplan/supplyplan"
 )
@@ -132,4 +133,62 @@ func BenchmarkLoopTransitions(b *testing.B) {
 	// CPU time (user+system, every goroutine: the journal's too) per transition: steadier than the
 	// rate on a shared machine.
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// TestLoopIdemPrunedForEveryOrganization: the runtime's tick drops expired Idempotency-Keys of
+// every organization (it once pruned only the first one sync.Map's Range visited, and Go's
+// sync.Map visits them in the same order all along, so the others' keys stayed forever).
+func TestLoopIdemPrunedForEveryOrganization(t *testing.T) {
+	ctx := context.Background()
+	s := newServices(t, options{})
+	p := s.bootstrap(t)
+	orgs := []string{p.OrgID}
+	for i := range 3 {
+		o, err := s.platform.CreateOrganization(ctx, supplyplan.OrganizationInput{Name: ptrTo(fmt.Sprint("Org ", i)), Slug: ptrTo(fmt.Sprint("org-", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		orgs = append(orgs, o.ID)
+	}
+	refs := &LoopRefs{}
+	cat := openLoopCatalog(t, s, LoopCatalogConfig{Signer: mustSigner(t), References: refs})
+	var clock atomic.Value
+	t0 := time.Date(2026, 11, 29, 10, 0, 30, 0, time.UTC)
+	clock.Store(t0)
+	// A tick of an hour: the background ticker stays out of the test, and every tick prunes.
+	rt := NewLoopRuntime(s.core, LoopRuntimeConfig{Refs: refs, TimerTick: time.Hour, Now: func() time.Time { return clock.Load().(time.Time) }}, cat, nil)
+	if err := rt.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	keys := func(org string) int {
+		n, err := runTx(ctx, rt, org, func(st *supplyplan.LoopRunState) (int, []supplyplan.Record, error) { return len(st.Idem), nil, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, org := range orgs {
+		c := runCaller(org)
+		c.IdempotencyKey, c.Fingerprint = "start-1", "POST /v1/instances {}"
+		if _, err := rt.StartInstance(ctx, c, supplyplan.LoopStartInput{Loop: "supplyplan/quality", BusinessKey: "lot-1"}); err != nil {
+			t.Fatalf("%s: %v", org, err)
+		}
+		if n := keys(org); n != 1 {
+			t.Fatalf("%s holds %d keys, want 1", org, n)
+		}
+	}
+	rt.tick(ctx) // nothing expired yet
+	for _, org := range orgs {
+		if n := keys(org); n != 1 {
+			t.Fatalf("%s holds %d keys before they expire, want 1", org, n)
+		}
+	}
+	clock.Store(t0.Add(supplyplan.LoopIdemTTL + time.Minute))
+	rt.tick(ctx)
+	for _, org := range orgs {
+		if n := keys(org); n != 0 {
+			t.Errorf("%s still holds %d expired keys", org, n)
+		}
+	}
 }
