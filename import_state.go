@@ -1,5 +1,11 @@
 package supplyplan
 
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
 // KindImportJob is the record kind of import jobs.
 const KindImportJob = "importjob"
 
@@ -22,6 +28,23 @@ func (s *ImportsState) Apply(r Record) error {
 		return unknownKind("imports state", r)
 	}
 	return putValue(s.ImportJobs, r)
+}
+
+// ImportJobRetention is how long a finished import job stays readable after it completed: the
+// tenant's jobs would otherwise grow with every import request, forever.
+const ImportJobRetention = 30 * 24 * time.Hour
+
+// ExpiredImportJobs returns the deletions of the jobs that finished more than ImportJobRetention
+// before now (pending and running jobs stay, whatever their age).
+func (s *ImportsState) ExpiredImportJobs(now time.Time) []Record {
+	var recs []Record
+	for id, j := range s.ImportJobs {
+		if j.Done() && j.CompletedAt != nil && now.Sub(*j.CompletedAt) > ImportJobRetention {
+			recs = append(recs, Del(KindImportJob, id))
+		}
+	}
+	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(a.ID, b.ID) }) // a journal entry in a stable order
+	return recs
 }
 
 // GetImportJob returns a job.

@@ -879,7 +879,8 @@ func (s *Imports) SubmitImport(ctx context.Context, p supplyplan.Principal, kind
 		// job does not wait for the fsync of a write queued behind the running job's chunks.
 		m.enqueue(p.OrgID, jobID, kind)
 		enqueued.Store(true)
-		return j, []supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j)}, nil
+		// Each new job also drops the ones finished more than ImportJobRetention ago.
+		return j, append([]supplyplan.Record{supplyplan.Put(supplyplan.KindImportJob, jobID, &j)}, st.ExpiredImportJobs(now)...), nil
 	})
 	if err != nil {
 		if !enqueued.Load() { // never queued: nothing reads the body (a queued job whose record is missing ends alone)

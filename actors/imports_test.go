@@ -458,3 +458,43 @@ func TestImportNextJobStartsBehindTheLastWrite(t *testing.T) {
 	s.close(t)
 	check("replayed", names(newServices(t, options{dir: dir, journal: j, imports: ImportConfig{ChunkSize: 10}})))
 }
+
+// TestFinishedImportJobsExpire: a new import drops the jobs that finished more than
+// ImportJobRetention ago, in its own journal entry (so they stay gone after a restart), and keeps
+// recent ones and unfinished ones whatever their age.
+func TestFinishedImportJobsExpire(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := newServices(t, options{dir: dir})
+	p := s.bootstrap(t)
+	now := supplyplan.Now()
+	old, recent := now.Add(-supplyplan.ImportJobRetention-time.Hour), now.Add(-time.Hour)
+	plant := []supplyplan.ImportJob{
+		{JobID: "job_old", Kind: supplyplan.ImportCatalog, Status: supplyplan.JobCompleted, CreatedAt: old, CompletedAt: &old},
+		{JobID: "job_old_failed", Kind: supplyplan.ImportCatalog, Status: supplyplan.JobFailed, CreatedAt: old, CompletedAt: &old},
+		{JobID: "job_recent", Kind: supplyplan.ImportCatalog, Status: supplyplan.JobCompleted, CreatedAt: recent, CompletedAt: &recent},
+		{JobID: "job_old_running", Kind: supplyplan.ImportCatalog, Status: supplyplan.JobProcessing, CreatedAt: old},
+	}
+	if _, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+		var recs []supplyplan.Record
+		for i := range plant {
+			recs = append(recs, supplyplan.Put(supplyplan.KindImportJob, plant[i].JobID, &plant[i]))
+		}
+		return struct{}{}, recs, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	j := submit(t, s, p, supplyplan.ImportCatalog, []string{`{"externalId":"P"}`})
+	check := func(s *services) {
+		t.Helper()
+		for id, want := range map[string]bool{"job_old": false, "job_old_failed": false, "job_recent": true, "job_old_running": true, j.JobID: true} {
+			_, err := s.imports.GetImportJob(ctx, p, id)
+			if got := err == nil; got != want {
+				t.Errorf("job %s kept = %v (%v), want %v", id, got, err, want)
+			}
+		}
+	}
+	check(s)
+	s.close(t)
+	check(newServices(t, options{dir: dir}))
+}
