@@ -67,6 +67,38 @@ func (s *TransfersState) takeQuarantined() []QuarantinedValue {
 // again (unless the situation got worse).
 const RejectionMemory = 14 * 24 * time.Hour
 
+// RecommendationRetention is how long a recommendation stays after it reached a final state
+// (EXPIRED, REJECTED, EXECUTED): longer than RejectionMemory, which reads the rejected ones.
+// Without it every generation's recommendations stayed forever, ~1 KB each.
+const RecommendationRetention = 30 * 24 * time.Hour
+
+// PurgeFinished returns the deletions of the recommendations that reached a final state more
+// than RecommendationRetention before now. PENDING and APPROVED ones stay.
+func (s *TransfersState) PurgeFinished(now time.Time) []Record {
+	var recs []Record
+	for id, r := range s.Recommendations {
+		var at *time.Time
+		switch r.Status {
+		case RecExpired:
+			at = r.ExpiredAt
+		case RecRejected:
+			at = r.RejectedAt
+		case RecExecuted:
+			at = r.ExecutedAt
+		default:
+			continue
+		}
+		if at == nil {
+			at = &r.UpdatedAt
+		}
+		if now.Sub(*at) > RecommendationRetention {
+			recs = append(recs, Del(KindRecommendation, id))
+		}
+	}
+	slices.SortFunc(recs, func(a, b Record) int { return cmp.Compare(a.ID, b.ID) })
+	return recs
+}
+
 type movePair struct{ product, src, dst string }
 
 // ApplyProposals turns engine proposals into recommendations: a move that is already PENDING or

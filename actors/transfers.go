@@ -413,7 +413,8 @@ func (s *Transfers) sweepRecommendations(ctx context.Context) {
 			for _, r := range recs {
 				out.add(org, "recommendation.expired", recommendationEvent(*r.Value.(*supplyplan.Recommendation)))
 			}
-			return out.events, append(recs, out.records()...), nil
+			recs = append(recs, out.records()...)
+			return out.events, append(recs, st.PurgeFinished(now)...), nil
 		})
 		if err != nil {
 			s.core.log.Warn("recommendation sweep failed", "org", org, "err", err)
