@@ -292,6 +292,11 @@ func (s *LoopRunState) Apply(r Record) error {
 		}
 		return nil
 	case KindLoopInstance:
+		if cur, ok := s.Instances[r.ID]; ok && r.Del {
+			if k := openKey(cur.Loop, cur.BusinessKey); s.open[k] == r.ID {
+				delete(s.open, k)
+			}
+		}
 		if err := putValue(s.Instances, r); err != nil {
 			return err
 		}
@@ -300,6 +305,10 @@ func (s *LoopRunState) Apply(r Record) error {
 		}
 		return nil
 	case KindLoopEvent:
+		if r.Del { // PurgeClosed: the ID is the instance's, and its whole history goes
+			delete(s.Events, r.ID)
+			return nil
+		}
 		e, ok := r.Value.(*LoopEvent)
 		if !ok {
 			return fmt.Errorf("loop event record %s has value %T", r.ID, r.Value)
@@ -1180,6 +1189,38 @@ func (s *LoopRunState) PruneIdem(now time.Time) []Record {
 		if now.Sub(e.At) >= LoopIdemTTL {
 			recs = append(recs, Del(KindLoopIdem, k))
 		}
+	}
+	return recs
+}
+
+// DefaultLoopRetention is how long a closed instance (COMPLETED, CANCELED, TERMINATED, FAILED,
+// TIMED_OUT) stays with its audit events after it closed, as a workflow engine's retention period
+// (Temporal's namespace retention): without one, every start and transition stayed in memory for
+// good.
+const DefaultLoopRetention = 30 * 24 * time.Hour
+
+// PurgeClosed returns the deletions of at most max instances that closed more than retention
+// before now, oldest first, each with its audit events. Open instances stay, whatever their age.
+func (s *LoopRunState) PurgeClosed(now time.Time, retention time.Duration, max int) []Record {
+	type closed struct {
+		id string
+		at time.Time
+	}
+	var due []closed
+	for id, in := range s.Instances {
+		if !in.Status.Open() && in.ClosedAt != nil && now.Sub(*in.ClosedAt) > retention {
+			due = append(due, closed{id, *in.ClosedAt})
+		}
+	}
+	slices.SortFunc(due, func(a, b closed) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	var recs []Record
+	for _, c := range due[:min(len(due), max)] {
+		recs = append(recs, Del(KindLoopEvent, c.id), Del(KindLoopInstance, c.id))
 	}
 	return recs
 }

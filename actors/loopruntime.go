@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -80,7 +81,14 @@ type LoopRuntimeConfig struct {
 	// Commitment is an organization's monthly commitment of loop transitions (its plan's); nil:
 	// none.
 	Commitment func(orgID string) int64
+	// Retention is how long a closed instance and its audit events stay after it closed
+	// (0: supplyplan.DefaultLoopRetention; negative: forever).
+	Retention time.Duration
 }
+
+// purgeBatch is the most closed instances one tick deletes per organization (the first tick after
+// an upgrade may find many).
+const purgeBatch = 500
 
 // LoopRuntime is the loop runtime service: workflow instances per organization on the runtime
 // actors of the core, bound to definitions of the loop catalog, with effects on the tenants'
@@ -215,7 +223,8 @@ func pendingEffects(st *supplyplan.LoopRunState) []supplyplan.LoopTenantEffect {
 	return out
 }
 
-// tick fires the due timeouts of every organization and prunes expired Idempotency-Keys.
+// tick fires the due timeouts of every organization; once a minute it also prunes expired
+// Idempotency-Keys and deletes the instances closed longer than the retention.
 func (s *LoopRuntime) tick(ctx context.Context) {
 	now := s.now()
 	prune := now.Second() == 0 || s.cfg.TimerTick >= time.Minute
@@ -227,6 +236,9 @@ func (s *LoopRuntime) tick(ctx context.Context) {
 				var recs []supplyplan.Record
 				if pruneOrg {
 					recs = st.PruneIdem(now)
+					if s.cfg.Retention >= 0 {
+						recs = append(recs, st.PurgeClosed(now, cmp.Or(s.cfg.Retention, supplyplan.DefaultLoopRetention), purgeBatch)...)
+					}
 				}
 				ids := st.DueTimers(now, 500)
 				if len(ids) == 0 {

@@ -192,3 +192,75 @@ func TestLoopIdemPrunedForEveryOrganization(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedLoopInstancesPurged: an instance closed longer than the retention is deleted with its
+// audit events by the runtime's tick (durably: still gone after a restart), a recently closed one
+// and an old open one stay, and a new instance can then take the deleted one's business key.
+func TestClosedLoopInstancesPurged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var clock atomic.Value
+	t0 := time.Date(2026, 11, 29, 10, 0, 30, 0, time.UTC)
+	clock.Store(t0)
+	open := func(s *services) *LoopRuntime {
+		refs := &LoopRefs{}
+		cat := openLoopCatalog(t, s, LoopCatalogConfig{Signer: mustSigner(t), References: refs})
+		rt := NewLoopRuntime(s.core, LoopRuntimeConfig{Refs: refs, TimerTick: time.Hour, Retention: 48 * time.Hour,
+			Now: func() time.Time { return clock.Load().(time.Time) }}, cat, nil)
+		if err := rt.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rt.Close(context.Background()) })
+		return rt
+	}
+	s := newServices(t, options{dir: dir})
+	p := s.bootstrap(t)
+	rt := open(s)
+	c := runCaller(p.OrgID)
+	start := func(rt *LoopRuntime, key string) string {
+		res, err := rt.StartInstance(ctx, c, supplyplan.LoopStartInput{Loop: "supplyplan/quality", BusinessKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Instance.ID
+	}
+	oldClosed, oldOpen := start(rt, "lot-old"), start(rt, "lot-open")
+	if _, err := rt.Lifecycle(ctx, c, oldClosed, supplyplan.LoopActionTerminate, supplyplan.LoopLifecycleInput{Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Store(t0.Add(47 * time.Hour))
+	recentClosed := start(rt, "lot-recent")
+	if _, err := rt.Lifecycle(ctx, c, recentClosed, supplyplan.LoopActionTerminate, supplyplan.LoopLifecycleInput{Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	rt.tick(ctx) // the old one closed 47 h ago: within the retention
+	if _, err := rt.GetInstance(ctx, p.OrgID, oldClosed); err != nil {
+		t.Fatalf("purged before its retention ended: %v", err)
+	}
+	clock.Store(t0.Add(49 * time.Hour))
+	rt.tick(ctx)
+	check := func(rt *LoopRuntime) {
+		t.Helper()
+		for id, kept := range map[string]bool{oldClosed: false, oldOpen: true, recentClosed: true} {
+			_, err := rt.GetInstance(ctx, p.OrgID, id)
+			if got := err == nil; got != kept {
+				t.Errorf("instance %s kept = %v (%v), want %v", id, got, err, kept)
+			}
+			evs, err := rt.Events(ctx, p.OrgID, id, 0, 100)
+			if kept && (err != nil || len(evs) == 0) {
+				t.Errorf("instance %s: events %d, %v", id, len(evs), err)
+			}
+			if !kept && err == nil && len(evs) > 0 {
+				t.Errorf("purged instance %s still has %d events", id, len(evs))
+			}
+		}
+		if v, err := rt.VerifyAudit(ctx, p.OrgID, recentClosed); err != nil || !v.Valid {
+			t.Errorf("verify the kept instance: %+v %v", v, err)
+		}
+	}
+	check(rt)
+	start(rt, "lot-old") // its business key is free (it was already: the instance was closed)
+	s.close(t)
+	s2 := newServices(t, options{dir: dir})
+	check(open(s2))
+}

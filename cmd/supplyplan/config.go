@@ -99,6 +99,7 @@ type Config struct {
 	AllocationHoldTTL          time.Duration
 	AllocationSweepInterval    time.Duration
 	AllocationRetention        time.Duration
+	LoopRetention              time.Duration
 	AllocationCommitOnAllocate bool
 	AllocationSafetyShare      float64
 
@@ -230,6 +231,7 @@ func DefaultConfig() Config {
 		AllocationHoldTTL:          envDuration("SUPPLYPLAN_ALLOCATION_HOLD_TTL", 30*time.Minute),
 		AllocationSweepInterval:    envDuration("SUPPLYPLAN_ALLOCATION_SWEEP_INTERVAL", time.Minute),
 		AllocationRetention:        envDuration("SUPPLYPLAN_ALLOCATION_RETENTION", 7*24*time.Hour),
+		LoopRetention:              envDuration("SUPPLYPLAN_LOOP_RETENTION", 30*24*time.Hour),
 		AllocationCommitOnAllocate: envBool("SUPPLYPLAN_ALLOCATION_COMMIT_ON_ALLOCATE", false),
 		AllocationSafetyShare:      envFloat("SUPPLYPLAN_ALLOCATION_SAFETY_STOCK_SHARE", 0),
 
@@ -309,6 +311,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.AllocationHoldTTL, "allocation-hold-ttl", c.AllocationHoldTTL, "how long a HELD reservation lives before it expires and its stock is available again (SUPPLYPLAN_ALLOCATION_HOLD_TTL)")
 	fs.DurationVar(&c.AllocationSweepInterval, "allocation-sweep-interval", c.AllocationSweepInterval, "how often expired holds are recorded EXPIRED and old reservations forgotten (SUPPLYPLAN_ALLOCATION_SWEEP_INTERVAL)")
 	fs.DurationVar(&c.AllocationRetention, "allocation-retention", c.AllocationRetention, "how long RELEASED and EXPIRED reservations stay listed (SUPPLYPLAN_ALLOCATION_RETENTION)")
+	fs.DurationVar(&c.LoopRetention, "loop-retention", c.LoopRetention, "how long a closed loop instance and its audit events stay after it closed; negative: forever (SUPPLYPLAN_LOOP_RETENTION)")
 	fs.BoolVar(&c.AllocationCommitOnAllocate, "allocation-commit-on-allocate", c.AllocationCommitOnAllocate, "create reservations COMMITTED (no expiry) instead of HELD (SUPPLYPLAN_ALLOCATION_COMMIT_ON_ALLOCATE)")
 	fs.Float64Var(&c.AllocationSafetyShare, "allocation-safety-stock-share", c.AllocationSafetyShare, "part of each level's reorder point allocation may not promise, 0 to 1 (SUPPLYPLAN_ALLOCATION_SAFETY_STOCK_SHARE)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")

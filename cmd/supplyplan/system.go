@@ -70,7 +70,7 @@ func (m *Main) newSystem(journal supplyplan.Journal, ob actors.OutboundConfig, a
 	}
 	s.Loops = actors.NewLoopCatalog(s.Core, loops)
 	s.LoopRuntime = actors.NewLoopRuntime(s.Core, actors.LoopRuntimeConfig{Refs: refs, TimerTick: cfg.LoopTimerTick, Now: cfg.Clock,
-		Commitment: s.Billing.LoopCommitment}, s.Loops, m.Bus)
+		Commitment: s.Billing.LoopCommitment, Retention: cfg.LoopRetention}, s.Loops, m.Bus)
 	return s
 }
 
