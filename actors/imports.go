@@ -133,6 +133,9 @@ type runningJob struct {
 	// transaction to the tenant actor: the tenant's next entity job may then send its own, queued
 	// behind it, while this one waits for its last write to be durable.
 	sent bool
+	// started is when the job started, on the monotonic clock: a small job's stored times (whole
+	// milliseconds) often give it no duration at all.
+	started time.Time
 }
 
 func (r *runningJob) commit() { r.once.Do(func() { close(r.committed) }) }
@@ -167,7 +170,7 @@ func (m *importManager) startNextLocked(orgID string) {
 			return
 		}
 		m.queues[orgID] = m.queues[orgID][1:]
-		rj := &runningJob{queuedJob: next, committed: make(chan struct{})}
+		rj := &runningJob{queuedJob: next, committed: make(chan struct{}), started: time.Now()}
 		m.running[orgID] = append(running, rj)
 		m.wg.Add(1)
 		var after <-chan struct{}
@@ -426,7 +429,7 @@ func (m *importManager) runJob(ctx context.Context, orgID, jobID string, rj *run
 		}
 	}
 	_ = os.Remove(m.payloadPath(orgID, jobID))
-	m.publish(orgID, final)
+	m.publish(orgID, final, time.Since(rj.started))
 	return nil
 }
 
@@ -749,7 +752,7 @@ func (m *importManager) abort(orgID, jobID string, cause error) {
 		return
 	}
 	_ = os.Remove(m.payloadPath(orgID, jobID))
-	m.publish(orgID, j)
+	m.publish(orgID, j, 0)
 }
 
 // stopAt ends a job at its NextRow: FAILED when nothing was applied, else COMPLETED with the rows not
@@ -783,10 +786,11 @@ func stopAt(j *supplyplan.ImportJob, why string, now time.Time) {
 }
 
 // publish announces a finished job on the event bus (import.completed, .partial or .failed) once
-// it, and its outbox entry, are durable.
-func (m *importManager) publish(orgID string, j supplyplan.ImportJob) {
-	var took time.Duration // the job's time, or (a one-chunk job starts and ends in one write) since it was accepted
-	if j.CompletedAt != nil {
+// it, and its outbox entry, are durable. took is the job's run time measured in this process (0:
+// unknown, the job's stored times give it).
+func (m *importManager) publish(orgID string, j supplyplan.ImportJob, took time.Duration) {
+	// else the job's time, or (a one-chunk job starts and ends in one write) since it was accepted
+	if took <= 0 && j.CompletedAt != nil {
 		if j.StartedAt != nil {
 			took = j.CompletedAt.Sub(*j.StartedAt)
 		}
