@@ -381,7 +381,7 @@ func (th AlertThresholds) expiry(lvl *InventoryLevel, daily float64, now time.Ti
 		days float64
 	}
 	var lots []lot
-	for _, l := range lvl.Lots {
+	for _, l := range lvl.FEFOLots() { // what picks and shipments left of the lots
 		if l.ExpiresAt != nil && l.Quantity > 0 {
 			lots = append(lots, lot{l.LotID, l.Quantity, l.ExpiresAt.Sub(now).Hours() / 24})
 		}

@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -371,5 +374,51 @@ func TestRetryPolicySpansAboutThreeDays(t *testing.T) {
 		if d := j.Delay(1); d < 24*time.Second || d > 36*time.Second {
 			t.Fatalf("jittered first delay %s", d)
 		}
+	}
+}
+
+// TestFEFOLots: stock that left without naming lots (picks, shipments, transfers) is taken from
+// the earliest-expiring lots first, lots without expiry last; lots that fit the stock on hand are
+// returned as stored, and the stored slice is never changed.
+func TestFEFOLots(t *testing.T) {
+	day := func(d int) *time.Time { v := evalNow.AddDate(0, 0, d); return &v }
+	lots := []Lot{{LotID: "NOEXP", Quantity: 5}, {LotID: "LATE", Quantity: 40, ExpiresAt: day(20)},
+		{LotID: "EARLY", Quantity: 20, ExpiresAt: day(7)}, {LotID: "EARLY2", Quantity: 10, ExpiresAt: day(7)}}
+	stored := slices.Clone(lots)
+	cases := []struct {
+		onHand float64
+		want   []Lot
+	}{
+		{100, lots}, // the lots fit: as stored
+		{75, lots},
+		{60, nil}, // set below
+		{30, []Lot{{LotID: "NOEXP", Quantity: 5}, {LotID: "LATE", Quantity: 25, ExpiresAt: day(20)}}},
+		{3, []Lot{{LotID: "NOEXP", Quantity: 3}}},
+		{-4, []Lot{}},
+	}
+	// 60 on hand: 15 of 75 left, from EARLY (stored before EARLY2, same expiry) first.
+	cases[2].want = []Lot{{LotID: "NOEXP", Quantity: 5}, {LotID: "LATE", Quantity: 40, ExpiresAt: day(20)},
+		{LotID: "EARLY", Quantity: 5, ExpiresAt: day(7)}, {LotID: "EARLY2", Quantity: 10, ExpiresAt: day(7)}}
+	for _, c := range cases {
+		lvl := InventoryLevel{QuantityOnHand: c.onHand, Lots: lots}
+		got := lvl.FEFOLots()
+		if !reflect.DeepEqual(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
+			t.Errorf("on hand %v: %+v, want %+v", c.onHand, got, c.want)
+		}
+		if !reflect.DeepEqual(lots, stored) {
+			t.Fatalf("on hand %v changed the stored lots: %+v", c.onHand, lots)
+		}
+	}
+	// The expiry alert looks at what is left: 20 on hand of lots 20 (7 days) + 40 (20 days) is 20
+	// of the later lot, which sells in time at 1 a day; the stored lots alone would say 13 of the
+	// early lot expire unsold (and 27 of the later one).
+	th := DefaultAlertThresholds()
+	lvl := &InventoryLevel{QuantityOnHand: 20, Lots: []Lot{{LotID: "A", Quantity: 20, ExpiresAt: day(7)}, {LotID: "B", Quantity: 40, ExpiresAt: day(20)}}}
+	if r, ok := th.expiry(lvl, 1, evalNow); ok {
+		t.Errorf("expiry risk %+v for stock that sells before it expires", r)
+	}
+	lvl.QuantityOnHand = 60
+	if r, ok := th.expiry(lvl, 1, evalNow); !ok || r.lot != "A" || math.Abs(r.units-40) > 1e-9 {
+		t.Errorf("expiry risk %+v %v, want 40 units, the first of lot A", r, ok)
 	}
 }

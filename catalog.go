@@ -2,6 +2,7 @@ package supplyplan
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -52,6 +53,57 @@ type InventoryLevel struct {
 	Bins      map[string]float64 `json:"bins,omitempty"`
 	Lots      []Lot              `json:"lots,omitempty"`
 	UpdatedAt time.Time          `json:"updatedAt"`
+}
+
+// FEFOLots returns the lots that can still be on hand. Picks, shipments and transfers take stock
+// out without naming lots, first expired first out; so when the lots hold more than
+// QuantityOnHand, the surplus is taken from the lots in expiry order (lots without expiry last,
+// ties in stored order) and emptied lots are left out. The stored slice is never changed: the
+// result is a new slice, or l.Lots itself when the lots fit in the stock on hand.
+func (l *InventoryLevel) FEFOLots() []Lot {
+	total := 0.0
+	for _, x := range l.Lots {
+		total += max(x.Quantity, 0)
+	}
+	surplus := total - max(l.QuantityOnHand, 0)
+	if surplus <= 1e-9 {
+		return l.Lots
+	}
+	order := make([]int, len(l.Lots))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ea, eb := l.Lots[a].ExpiresAt, l.Lots[b].ExpiresAt
+		switch {
+		case ea == nil && eb == nil:
+			return 0
+		case ea == nil:
+			return 1
+		case eb == nil:
+			return -1
+		}
+		return ea.Compare(*eb)
+	})
+	left := make([]float64, len(l.Lots))
+	for i, x := range l.Lots {
+		left[i] = max(x.Quantity, 0)
+	}
+	for _, i := range order {
+		take := min(left[i], surplus)
+		left[i] -= take
+		if surplus -= take; surplus <= 1e-9 {
+			break
+		}
+	}
+	out := make([]Lot, 0, len(l.Lots))
+	for i, x := range l.Lots {
+		if left[i] > 1e-9 {
+			x.Quantity = left[i]
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // Available is on hand minus reserved.

@@ -340,6 +340,9 @@ func (s *TenantState) ApplyLoopEffect(e LoopTenantEffect, now time.Time) (recs [
 			levels[k] = lv
 			keys = append(keys, k)
 		}
+		// Lots picks and shipments used up go before a receipt adds one, so the stored lots follow
+		// the stock rather than growing with every receipt (levelCopy cloned them).
+		lv.Lots = lv.FEFOLots()
 		lv.QuantityOnHand += l.Quantity
 		if lv.Bins == nil {
 			lv.Bins = map[string]float64{}

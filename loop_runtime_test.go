@@ -3,6 +3,7 @@ package supplyplan
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -614,5 +615,48 @@ func TestLoopEffectRetryNamesItsPayload(t *testing.T) {
 				t.Errorf("%s %s: got %v (%+v), want a validation error naming %s", tc.inst.Loop, name, err, de, tc.field)
 			}
 		}
+	}
+}
+
+// TestLoopReceiptDropsUsedLots: a receipt first drops the lots that picks and shipments used up
+// (first expired first out), so a level's stored lots follow its stock instead of growing by one
+// per receipt.
+func TestLoopReceiptDropsUsedLots(t *testing.T) {
+	ts := NewTenantState("org_1")
+	must := func(recs []Record) {
+		for _, r := range recs {
+			if err := ts.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	must([]Record{Put(KindProduct, "p1", &Product{ID: "p1", ExternalID: "p1", Name: "Widget", SKU: "W-1"}),
+		Put(KindLocation, "wh1", &Location{ID: "wh1", Name: "Main"})})
+	inst := &LoopInstance{ID: "lin_1", Loop: BuiltinProcurementLoop, Subject: &LoopSubject{Kind: LoopSubjectPurchaseOrder, DestinationLocationID: "wh1"}}
+	receive := func(seq int64, lot, expires string, qty int) {
+		t.Helper()
+		eff, err := PlanLoopEffects(inst, "receive_partial", json.RawMessage(fmt.Sprintf(`{"lines":[{"sku":"W-1","quantity":%d,"lotId":%q,"expiresAt":%q}]}`, qty, lot, expires)), seq)
+		if err != nil || eff == nil {
+			t.Fatalf("plan %+v %v", eff, err)
+		}
+		recs, _, err := ts.ApplyLoopEffect(*eff, rt0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(recs)
+	}
+	ship := func(qty float64) { // what a shipment does to the level: stock out, lots not named
+		lv := *ts.Inventory[InventoryKey("p1", "wh1")]
+		lv.QuantityOnHand -= qty
+		must([]Record{Put(KindInventory, InventoryKey("p1", "wh1"), &lv)})
+	}
+	for i := range 50 {
+		receive(int64(i+1), fmt.Sprint("LOT-", i), rt0.AddDate(0, 0, 30+i).Format("2006-01-02"), 10)
+		ship(10)
+	}
+	receive(51, "LOT-LAST", rt0.AddDate(0, 0, 90).Format("2006-01-02"), 10)
+	lv := ts.Inventory[InventoryKey("p1", "wh1")]
+	if lv.QuantityOnHand != 10 || len(lv.Lots) != 1 || lv.Lots[0].LotID != "LOT-LAST" || lv.Lots[0].Quantity != 10 {
+		t.Fatalf("after 50 receipts shipped out and one more: on hand %v, lots %+v", lv.QuantityOnHand, lv.Lots)
 	}
 }
