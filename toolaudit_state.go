@@ -63,14 +63,50 @@ func (s *ToolAuditState) Apply(r Record) error {
 	return putValue(s.ToolAudits, r)
 }
 
+// MaxToolAudits is the most tool audits an organization keeps: a new one drops the oldest beyond
+// it (they grew with every confirmed call). An audit younger than toolAuditReplayWindow is never
+// dropped, since it is what refuses its confirmation token a second time.
+const MaxToolAudits = 10_000
+
+// toolAuditReplayWindow is well past a confirmation token's lifetime (5 minutes,
+// tools.DefaultConfirmationTTL).
+const toolAuditReplayWindow = time.Hour
+
 // ClaimToolConfirmation returns the record of a new CONFIRMED audit of the organization; a second
-// claim of the same id (a reused confirmation token) is a 409.
+// claim of the same id (a reused confirmation token) is a 409. Past MaxToolAudits the oldest
+// audits go in the same write.
 func (s *TenantState) ClaimToolConfirmation(a ToolAudit) ([]Record, error) {
 	if _, used := s.ToolAudits[a.ID]; used {
 		return nil, Conflict("This confirmation token was already used; call the tool again without a token")
 	}
 	a.OrganizationID, a.Status = s.OrgID, AuditConfirmed
-	return []Record{Put(KindToolAudit, a.ID, &a)}, nil
+	return append([]Record{Put(KindToolAudit, a.ID, &a)}, s.trimToolAudits(a.CreatedAt, 1)...), nil
+}
+
+// trimToolAudits returns the deletions that keep at most MaxToolAudits once adding more are
+// stored: the oldest first, none younger than toolAuditReplayWindow at now.
+func (s *ToolAuditState) trimToolAudits(now time.Time, adding int) []Record {
+	over := len(s.ToolAudits) + adding - MaxToolAudits
+	if over <= 0 {
+		return nil
+	}
+	old := make([]*ToolAudit, 0, len(s.ToolAudits))
+	for _, a := range s.ToolAudits {
+		if now.Sub(a.CreatedAt) > toolAuditReplayWindow {
+			old = append(old, a)
+		}
+	}
+	slices.SortFunc(old, func(a, b *ToolAudit) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	recs := make([]Record, 0, min(over, len(old)))
+	for _, a := range old[:min(over, len(old))] {
+		recs = append(recs, Del(KindToolAudit, a.ID))
+	}
+	return recs
 }
 
 // CompleteToolAudit records the outcome of a claimed confirmation.
