@@ -296,6 +296,20 @@ func (s *LoopEffectsState) Apply(r Record) error {
 	return putValue(s.LoopEffects, r)
 }
 
+// ForgetInstances returns the deletions of the applied-effect ids of the given loop instances
+// (an effect id is "<instance id>#<seq>"). The runtime calls it for the instances it purged: their
+// effects are never sent again, so the ids that kept a resend from applying twice can go.
+func (s *LoopEffectsState) ForgetInstances(instanceIDs map[string]bool) []Record {
+	var recs []Record
+	for id := range s.LoopEffects {
+		if i := strings.LastIndexByte(id, '#'); i > 0 && instanceIDs[id[:i]] {
+			recs = append(recs, Del(KindLoopEffectApplied, id))
+		}
+	}
+	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(a.ID, b.ID) })
+	return recs
+}
+
 // CheckLoopStock checks that the effect's lines name known products and locations, each problem
 // keyed by its payload path (payload.lines[i], or payload.restock[i] for a return's restock).
 func (s *TenantState) CheckLoopStock(e *LoopTenantEffect) error {

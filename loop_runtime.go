@@ -1200,7 +1200,10 @@ func (s *LoopRunState) PruneIdem(now time.Time) []Record {
 const DefaultLoopRetention = 30 * 24 * time.Hour
 
 // PurgeClosed returns the deletions of at most max instances that closed more than retention
-// before now, oldest first, each with its audit events. Open instances stay, whatever their age.
+// before now, oldest first, each with its audit events. Open instances stay, whatever their age,
+// and so does a closed one with an effect still PENDING (the runtime sends it again at its next
+// start): a purged instance's effects are never sent again, so the tenant may forget them
+// (LoopEffectsState.ForgetInstances).
 func (s *LoopRunState) PurgeClosed(now time.Time, retention time.Duration, max int) []Record {
 	type closed struct {
 		id string
@@ -1208,7 +1211,8 @@ func (s *LoopRunState) PurgeClosed(now time.Time, retention time.Duration, max i
 	}
 	var due []closed
 	for id, in := range s.Instances {
-		if !in.Status.Open() && in.ClosedAt != nil && now.Sub(*in.ClosedAt) > retention {
+		if !in.Status.Open() && in.ClosedAt != nil && now.Sub(*in.ClosedAt) > retention &&
+			!slices.ContainsFunc(in.Effects, func(e LoopEffect) bool { return e.Status == LoopEffectPending }) {
 			due = append(due, closed{id, *in.ClosedAt})
 		}
 	}

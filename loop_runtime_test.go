@@ -660,3 +660,51 @@ func TestLoopReceiptDropsUsedLots(t *testing.T) {
 		t.Fatalf("after 50 receipts shipped out and one more: on hand %v, lots %+v", lv.QuantityOnHand, lv.Lots)
 	}
 }
+
+// TestPurgeClosedKeepsPendingEffects: a closed instance with an effect still PENDING stays past the
+// retention (the runtime sends that effect again at its next start); the others go oldest first,
+// at most max, and ForgetInstances drops exactly the purged instances' applied-effect ids.
+func TestPurgeClosedKeepsPendingEffects(t *testing.T) {
+	now := rt0.Add(100 * 24 * time.Hour)
+	st := NewLoopRunState("org_1")
+	closed := func(id string, daysAgo int, effects ...LoopEffect) *LoopInstance {
+		at := now.Add(-time.Duration(daysAgo) * 24 * time.Hour)
+		return &LoopInstance{ID: id, Loop: "l", BusinessKey: id, Status: LoopCompleted, ClosedAt: &at, Effects: effects}
+	}
+	for _, in := range []*LoopInstance{
+		closed("lin_a", 40), closed("lin_b", 50), closed("lin_c", 35),
+		closed("lin_pending", 60, LoopEffect{Seq: 2, ID: "lin_pending#2", Status: LoopEffectPending}),
+		closed("lin_recent", 5),
+		{ID: "lin_open", Loop: "l", BusinessKey: "open", Status: LoopRunning},
+	} {
+		if err := st.Apply(Put(KindLoopInstance, in.ID, in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := st.PurgeClosed(now, DefaultLoopRetention, 2)
+	var ids []string
+	for _, r := range recs {
+		if !r.Del {
+			t.Fatalf("not a deletion: %+v", r)
+		}
+		if r.Kind == KindLoopInstance {
+			ids = append(ids, r.ID)
+		}
+	}
+	if !slices.Equal(ids, []string{"lin_b", "lin_a"}) {
+		t.Fatalf("purged %v, want the two oldest closed without a pending effect [lin_b lin_a]", ids)
+	}
+	var fx LoopEffectsState
+	for _, id := range []string{"lin_b#3", "lin_a#2", "lin_c#2", "lin_bb#1"} {
+		if err := fx.Apply(Put(KindLoopEffectApplied, id, &LoopEffectRecord{ID: id})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var forgot []string
+	for _, r := range fx.ForgetInstances(map[string]bool{"lin_a": true, "lin_b": true}) {
+		forgot = append(forgot, r.ID)
+	}
+	if !slices.Equal(forgot, []string{"lin_a#2", "lin_b#3"}) {
+		t.Fatalf("forgot %v", forgot)
+	}
+}

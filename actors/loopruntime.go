@@ -231,13 +231,23 @@ func (s *LoopRuntime) tick(ctx context.Context) {
 	s.core.runs.Range(func(k, _ any) bool {
 		org := k.(string)
 		pruneOrg := prune // once per organization, in its first transaction
+		var purged map[string]bool
 		for {
 			res, err := runTx(ctx, s, org, func(st *supplyplan.LoopRunState) (supplyplan.LoopResult, []supplyplan.Record, error) {
 				var recs []supplyplan.Record
 				if pruneOrg {
 					recs = st.PruneIdem(now)
 					if s.cfg.Retention >= 0 {
-						recs = append(recs, st.PurgeClosed(now, cmp.Or(s.cfg.Retention, supplyplan.DefaultLoopRetention), purgeBatch)...)
+						gone := st.PurgeClosed(now, cmp.Or(s.cfg.Retention, supplyplan.DefaultLoopRetention), purgeBatch)
+						for _, r := range gone {
+							if r.Kind == supplyplan.KindLoopInstance {
+								if purged == nil {
+									purged = map[string]bool{}
+								}
+								purged[r.ID] = true
+							}
+						}
+						recs = append(recs, gone...)
 					}
 				}
 				ids := st.DueTimers(now, 500)
@@ -251,6 +261,10 @@ func (s *LoopRuntime) tick(ctx context.Context) {
 				s.core.log.Warn("loop timeouts", "org", org, "err", err)
 				return true
 			}
+			if len(purged) > 0 { // durable: the tenant may forget the purged instances' effect ids
+				s.forgetEffects(ctx, org, purged)
+				purged = nil
+			}
 			pruneOrg = false
 			if len(res.Events) == 0 {
 				return true
@@ -258,6 +272,16 @@ func (s *LoopRuntime) tick(ctx context.Context) {
 			s.finish(ctx, org, res)
 		}
 	})
+}
+
+// forgetEffects deletes the tenant's applied-effect ids of purged instances (a failure leaves them,
+// which costs memory only: nothing sends those effects again).
+func (s *LoopRuntime) forgetEffects(ctx context.Context, org string, instances map[string]bool) {
+	if _, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+		return struct{}{}, st.ForgetInstances(instances), nil
+	}); err != nil {
+		s.core.log.Warn("forget the effects of purged loop instances", "org", org, "err", err)
+	}
 }
 
 // finish applies a committed change's effects and publishes its events.

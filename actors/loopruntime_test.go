@@ -237,8 +237,33 @@ func TestClosedLoopInstancesPurged(t *testing.T) {
 	if _, err := rt.GetInstance(ctx, p.OrgID, oldClosed); err != nil {
 		t.Fatalf("purged before its retention ended: %v", err)
 	}
+	// The tenant remembers effects it applied, by "<instance>#<seq>": those of a purged instance go.
+	if _, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
+		return struct{}{}, []supplyplan.Record{
+			supplyplan.Put(supplyplan.KindLoopEffectApplied, oldClosed+"#2", &supplyplan.LoopEffectRecord{ID: oldClosed + "#2", AppliedAt: t0}),
+			supplyplan.Put(supplyplan.KindLoopEffectApplied, oldOpen+"#2", &supplyplan.LoopEffectRecord{ID: oldOpen + "#2", AppliedAt: t0}),
+		}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	clock.Store(t0.Add(49 * time.Hour))
 	rt.tick(ctx)
+	applied := func(s *services) map[string]bool {
+		m, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (map[string]bool, []supplyplan.Record, error) {
+			out := map[string]bool{}
+			for id := range st.LoopEffects {
+				out[id] = true
+			}
+			return out, nil, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if got := applied(s); got[oldClosed+"#2"] || !got[oldOpen+"#2"] {
+		t.Errorf("applied effect ids after the purge: %v (want the purged instance's gone, the open one's kept)", got)
+	}
 	check := func(rt *LoopRuntime) {
 		t.Helper()
 		for id, kept := range map[string]bool{oldClosed: false, oldOpen: true, recentClosed: true} {
