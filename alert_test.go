@@ -391,14 +391,13 @@ func TestFEFOLots(t *testing.T) {
 	}{
 		{100, lots}, // the lots fit: as stored
 		{75, lots},
-		{60, nil}, // set below
+		// 60 on hand: 15 of 75 left, from EARLY (stored before EARLY2, same expiry) first.
+		{60, []Lot{{LotID: "NOEXP", Quantity: 5}, {LotID: "LATE", Quantity: 40, ExpiresAt: day(20)},
+			{LotID: "EARLY", Quantity: 5, ExpiresAt: day(7)}, {LotID: "EARLY2", Quantity: 10, ExpiresAt: day(7)}}},
 		{30, []Lot{{LotID: "NOEXP", Quantity: 5}, {LotID: "LATE", Quantity: 25, ExpiresAt: day(20)}}},
 		{3, []Lot{{LotID: "NOEXP", Quantity: 3}}},
 		{-4, []Lot{}},
 	}
-	// 60 on hand: 15 of 75 left, from EARLY (stored before EARLY2, same expiry) first.
-	cases[2].want = []Lot{{LotID: "NOEXP", Quantity: 5}, {LotID: "LATE", Quantity: 40, ExpiresAt: day(20)},
-		{LotID: "EARLY", Quantity: 5, ExpiresAt: day(7)}, {LotID: "EARLY2", Quantity: 10, ExpiresAt: day(7)}}
 	for _, c := range cases {
 		lvl := InventoryLevel{QuantityOnHand: c.onHand, Lots: lots}
 		got := lvl.FEFOLots()

@@ -551,9 +551,5 @@ func trimOldest[T any](m map[string]*T, kind string, limit, adding int) []Record
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	recs := make([]Record, 0, min(over, len(ids)))
-	for _, id := range ids[:min(over, len(ids))] {
-		recs = append(recs, Del(kind, id))
-	}
-	return recs
+	return delAll(kind, ids[:min(over, len(ids))])
 }

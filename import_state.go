@@ -1,10 +1,6 @@
 package supplyplan
 
-import (
-	"slices"
-	"strings"
-	"time"
-)
+import "time"
 
 // KindImportJob is the record kind of import jobs.
 const KindImportJob = "importjob"
@@ -37,14 +33,13 @@ const ImportJobRetention = 30 * 24 * time.Hour
 // ExpiredImportJobs returns the deletions of the jobs that finished more than ImportJobRetention
 // before now (pending and running jobs stay, whatever their age).
 func (s *ImportsState) ExpiredImportJobs(now time.Time) []Record {
-	var recs []Record
+	var ids []string
 	for id, j := range s.ImportJobs {
 		if j.Done() && j.CompletedAt != nil && now.Sub(*j.CompletedAt) > ImportJobRetention {
-			recs = append(recs, Del(KindImportJob, id))
+			ids = append(ids, id)
 		}
 	}
-	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(a.ID, b.ID) }) // a journal entry in a stable order
-	return recs
+	return delAll(KindImportJob, ids)
 }
 
 // GetImportJob returns a job.

@@ -300,14 +300,13 @@ func (s *LoopEffectsState) Apply(r Record) error {
 // (an effect id is "<instance id>#<seq>"). The runtime calls it for the instances it purged: their
 // effects are never sent again, so the ids that kept a resend from applying twice can go.
 func (s *LoopEffectsState) ForgetInstances(instanceIDs map[string]bool) []Record {
-	var recs []Record
+	var ids []string
 	for id := range s.LoopEffects {
 		if i := strings.LastIndexByte(id, '#'); i > 0 && instanceIDs[id[:i]] {
-			recs = append(recs, Del(KindLoopEffectApplied, id))
+			ids = append(ids, id)
 		}
 	}
-	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(a.ID, b.ID) })
-	return recs
+	return delAll(KindLoopEffectApplied, ids)
 }
 
 // CheckLoopStock checks that the effect's lines name known products and locations, each problem

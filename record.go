@@ -3,6 +3,7 @@ package supplyplan
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -20,6 +21,20 @@ func Put(kind, id string, v any) Record { return Record{Kind: kind, ID: id, Valu
 
 // Del returns a record deleting kind/id.
 func Del(kind, id string) Record { return Record{Kind: kind, ID: id, Del: true} }
+
+// delAll returns the records deleting kind/id for every id, in id order (a journal entry in a
+// stable order whatever the map iteration gave). It sorts ids.
+func delAll(kind string, ids []string) []Record {
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	recs := make([]Record, len(ids))
+	for i, id := range ids {
+		recs[i] = Del(kind, id)
+	}
+	return recs
+}
 
 var (
 	kindMu    sync.RWMutex

@@ -75,7 +75,7 @@ const RecommendationRetention = 30 * 24 * time.Hour
 // PurgeFinished returns the deletions of the recommendations that reached a final state more
 // than RecommendationRetention before now. PENDING and APPROVED ones stay.
 func (s *TransfersState) PurgeFinished(now time.Time) []Record {
-	var recs []Record
+	var ids []string
 	for id, r := range s.Recommendations {
 		var at *time.Time
 		switch r.Status {
@@ -92,11 +92,10 @@ func (s *TransfersState) PurgeFinished(now time.Time) []Record {
 			at = &r.UpdatedAt
 		}
 		if now.Sub(*at) > RecommendationRetention {
-			recs = append(recs, Del(KindRecommendation, id))
+			ids = append(ids, id)
 		}
 	}
-	slices.SortFunc(recs, func(a, b Record) int { return cmp.Compare(a.ID, b.ID) })
-	return recs
+	return delAll(KindRecommendation, ids)
 }
 
 type movePair struct{ product, src, dst string }
