@@ -1,5 +1,7 @@
 package supplyplan
 
+import "bufio"
+
 // Journal is the durable log behind every journaled actor (a tenant, the platform, an outbound
 // owner): one stream of numbered entries per actor, plus the latest snapshot of its state. The
 // actor package depends on this interface only. streams.Journal is the local implementation (one
@@ -27,6 +29,14 @@ type Journal interface {
 	// SaveSnapshot stores data as the state of stream after entry seq, durably; entries up to
 	// seq may then be dropped. It may run concurrently with appends to the stream.
 	SaveSnapshot(stream string, seq uint64, data []byte) error
+}
+
+// SnapshotStreamer is a Journal that can take a snapshot as a stream of bytes rather than one
+// slice: write writes the snapshot into w (SaveSnapshot's data, in pieces), and the snapshot's size
+// in bytes is returned. The state's actor uses it when its journal has it: a snapshot of the whole
+// state then never sits in memory at once.
+type SnapshotStreamer interface {
+	SaveSnapshotStream(stream string, seq uint64, write func(w *bufio.Writer) error) (int, error)
 }
 
 // JournalLoad summarizes a Journal.Load.

@@ -7,6 +7,7 @@
 package actors
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -552,6 +553,15 @@ func (d *durable[S]) snapshot(sync bool) {
 			d.sinceSnap, d.bytesSince = 0, 0
 			stream, j := d.stream, d.journal
 			save := func() (int, error) {
+				if st, ok := j.(supplyplan.SnapshotStreamer); ok {
+					if snapshotEncodable(view) {
+						size, err := st.SaveSnapshotStream(stream, seq, func(w *bufio.Writer) error {
+							_, err := writeSnapshot(w, view, entries)
+							return err
+						})
+						return max(size, 1), err
+					}
+				}
 				data, ok, err := encodeSnapshot(view, entries, hint)
 				if !ok {
 					if data, err = json.Marshal(view); err == nil {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"reflect"
@@ -120,30 +121,61 @@ func copyField(dst, src reflect.Value) {
 	}
 }
 
-// encodeSnapshot renders a view (see snapshotView) as a snapshot: the view's JSON object with the
-// stream's idempotency keys as its leading "$idempotency" member, as withIdempotency makes it. It
-// writes every value as encoding/json does, but the members of a map in the map's order rather
-// than sorted (JSON does not order members; sorting hundreds of thousands of keys was a third of the
-// snapshot's cost), straight into one buffer of about sizeHint bytes. ok is false when the view's
-// type has JSON field names this encoder does not resolve (two fields of one name): then use
-// json.Marshal and withIdempotency.
+// encodeSnapshot renders a view (see snapshotView) as a snapshot into one buffer of about sizeHint
+// bytes (writeSnapshot); ok is false when writeSnapshot cannot encode the view's type.
 func encodeSnapshot(view any, entries []*supplyplan.IdempotencyEntry, sizeHint int) (data []byte, ok bool, err error) {
-	v := reflect.ValueOf(view)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return nil, false, nil
-	}
-	fields, ok := jsonFields(v.Elem().Type())
-	if !ok {
-		return nil, false, nil
-	}
 	var buf bytes.Buffer
 	buf.Grow(sizeHint + sizeHint/8 + 4096)
-	enc := json.NewEncoder(&buf)
+	w := bufio.NewWriterSize(&buf, 64<<10)
+	if ok, err = writeSnapshot(w, view, entries); !ok || err != nil {
+		return nil, ok, err
+	}
+	if err := w.Flush(); err != nil {
+		return nil, true, err
+	}
+	return buf.Bytes(), true, nil
+}
+
+// snapshotEncodable tells whether writeSnapshot encodes view (a pointer to a struct whose JSON
+// member names it resolves).
+func snapshotEncodable(view any) bool {
+	v := reflect.ValueOf(view)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	_, ok := jsonFields(v.Elem().Type())
+	return ok
+}
+
+// snapshotValueRoom is the free room writeSnapshot keeps in its writer's buffer before a value, so
+// that a value is encoded in place (bufio.Writer.AvailableBuffer) rather than into a new slice.
+const snapshotValueRoom = 16 << 10
+
+// writeSnapshot writes a view (see snapshotView) as a snapshot into w: the view's JSON object with
+// the stream's idempotency keys as its leading "$idempotency" member, as withIdempotency makes it.
+// It writes every value as encoding/json does, but the members of a map in the map's order rather
+// than sorted (JSON does not order members; sorting hundreds of thousands of keys was a third of
+// the snapshot's cost). ok is false, and nothing is written, when the view's type has JSON field
+// names this encoder does not resolve (two fields of one name): then use json.Marshal and
+// withIdempotency. w is not flushed.
+func writeSnapshot(w *bufio.Writer, view any, entries []*supplyplan.IdempotencyEntry) (ok bool, err error) {
+	if !snapshotEncodable(view) {
+		return false, nil
+	}
+	v := reflect.ValueOf(view)
+	fields, _ := jsonFields(v.Elem().Type())
+	enc := json.NewEncoder(w)
+	room := func() error {
+		if w.Available() < snapshotValueRoom {
+			return w.Flush()
+		}
+		return nil
+	}
 	sep := byte('{')
 	if len(entries) > 0 {
-		buf.WriteString(snapshotKey)
+		_, _ = w.WriteString(snapshotKey)
 		if err := enc.Encode(entries); err != nil {
-			return nil, true, err
+			return true, err
 		}
 		sep = ','
 	}
@@ -152,13 +184,13 @@ func encodeSnapshot(view any, entries []*supplyplan.IdempotencyEntry, sizeHint i
 		if f.omitEmpty && fv.IsZero() || f.omitEmpty && fv.Kind() == reflect.Map && fv.Len() == 0 {
 			continue
 		}
-		buf.WriteByte(sep)
+		_ = w.WriteByte(sep)
 		sep = ','
-		buf.WriteString(f.quoted)
-		buf.WriteByte(':')
+		_, _ = w.WriteString(f.quoted)
+		_ = w.WriteByte(':')
 		if fv.Kind() != reflect.Map || fv.IsNil() {
 			if err := enc.Encode(fv.Interface()); err != nil {
-				return nil, true, err
+				return true, err
 			}
 			continue
 		}
@@ -166,32 +198,34 @@ func encodeSnapshot(view any, entries []*supplyplan.IdempotencyEntry, sizeHint i
 		key, value := reflect.New(fv.Type().Key()).Elem(), reflect.New(fv.Type().Elem()).Elem()
 		it := fv.MapRange()
 		for it.Next() {
-			buf.WriteByte(inner)
+			if err := room(); err != nil {
+				return true, err
+			}
+			_ = w.WriteByte(inner)
 			inner = ','
 			key.SetIterKey(it)
 			value.SetIterValue(it)
-			buf.Write(supplyplan.AppendJSONString(buf.AvailableBuffer(), key.String()))
-			buf.WriteByte(':')
+			_, _ = w.Write(supplyplan.AppendJSONString(w.AvailableBuffer(), key.String()))
+			_ = w.WriteByte(':')
 			val := value.Interface()
 			// Values with a hand-written encoding (events, change-history entries) skip reflection.
-			if b, ok := supplyplan.AppendJSON(buf.AvailableBuffer(), val); ok {
-				buf.Write(b)
+			if b, ok := supplyplan.AppendJSON(w.AvailableBuffer(), val); ok {
+				_, _ = w.Write(b)
 				continue
 			}
 			if err := enc.Encode(val); err != nil {
-				return nil, true, err
+				return true, err
 			}
 		}
 		if inner == '{' {
-			buf.WriteByte('{')
+			_ = w.WriteByte('{')
 		}
-		buf.WriteByte('}')
+		_ = w.WriteByte('}')
 	}
 	if sep == '{' {
-		buf.WriteByte('{')
+		_ = w.WriteByte('{')
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), true, nil
+	return true, w.WriteByte('}')
 }
 
 // jsonField is a member of a viewable struct's JSON object.

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -90,6 +92,46 @@ func TestSnapshotViewOfTenantState(t *testing.T) {
 	}
 	if none, _, _ := encodeSnapshot(view, nil, 0); decode2(t, none) != string(live) {
 		t.Fatal("a snapshot without idempotency keys decodes differently")
+	}
+}
+
+// writeSnapshot streams the same snapshot whatever its writer's buffer: one smaller than a value
+// (every value encoded into a slice of its own), and the journal's, flushed many times over.
+func TestWriteSnapshotThroughSmallBuffers(t *testing.T) {
+	st := supplyplan.NewTenantState("org_1")
+	now := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	for i := range 3000 {
+		ev := supplyplan.ExternalEvent{ID: fmt.Sprintf("evt_%d", i), Name: fmt.Sprintf("Promo \"%d\"", i), Type: "PROMOTION", StartsAt: now, EndsAt: now.AddDate(0, 0, 7)}
+		for _, r := range append([]supplyplan.Record{supplyplan.Put(supplyplan.KindEvent, ev.ID, &ev)}, st.EventChange(supplyplan.ChangeEventCreated, "key:\"planner\"", nil, &ev, now)...) {
+			if err := st.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	live, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, ok := snapshotView(st)
+	if !ok {
+		t.Fatal("no view")
+	}
+	for _, size := range []int{64, 4096, 1 << 20} {
+		var out bytes.Buffer
+		w := bufio.NewWriterSize(&out, size)
+		ok, err := writeSnapshot(w, view, nil)
+		if err == nil {
+			err = w.Flush()
+		}
+		if !ok || err != nil {
+			t.Fatalf("buffer %d: writeSnapshot %v, %v", size, ok, err)
+		}
+		if out.Len() < 3000*100 {
+			t.Fatalf("buffer %d: a snapshot of %d bytes for 3,000 events", size, out.Len())
+		}
+		if got := decode2(t, out.Bytes()); got != string(live) {
+			t.Fatalf("buffer %d: the streamed snapshot decodes to another state", size)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@
 package streams
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -709,24 +710,76 @@ func readSnapshot(dir string) (uint64, []byte, error) {
 // fsutil.WriteFile), rolls the stream to a new segment and deletes segments that hold only
 // entries <= seq.
 func (j *Journal) SaveSnapshot(stream string, seq uint64, data []byte) error {
-	start := time.Now()
-	dir, err := j.streamDir(stream)
-	if err != nil {
-		return err
-	}
-	var h [12]byte
-	binary.LittleEndian.PutUint64(h[0:8], seq)
-	binary.LittleEndian.PutUint32(h[8:12], crc32.Checksum(data, castagnoli))
-	err = fsutil.WriteFile(filepath.Join(dir, "snapshot"), 0o600, func(w io.Writer) error {
-		if _, err := w.Write(h[:]); err != nil {
-			return err
-		}
+	_, err := j.SaveSnapshotStream(stream, seq, func(w *bufio.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
+	return err
+}
+
+// snapshotWriteBuffer is the buffer SaveSnapshotStream writes through: the snapshot reaches the
+// file in pieces of this size, whatever its own size.
+const snapshotWriteBuffer = 1 << 20
+
+// SaveSnapshotStream is SaveSnapshot with the snapshot written by write, straight into the file
+// (through a buffer of snapshotWriteBuffer bytes) instead of first into memory: a snapshot is the
+// whole state, and holding it as one slice cost its size in fresh memory (zeroed page by page) at
+// every snapshot. The checksum is taken as the bytes go by and the header written last, before the
+// file is synced and renamed: a reader sees the whole snapshot or the one before. It returns the
+// snapshot's size.
+func (j *Journal) SaveSnapshotStream(stream string, seq uint64, write func(w *bufio.Writer) error) (int, error) {
+	start := time.Now()
+	dir, err := j.streamDir(stream)
 	if err != nil {
-		return fmt.Errorf("write snapshot: %w", err)
+		return 0, err
 	}
+	var size int
+	err = fsutil.WriteFile(filepath.Join(dir, "snapshot"), 0o600, func(w io.Writer) error {
+		f, ok := w.(io.WriterAt)
+		if !ok {
+			return fmt.Errorf("snapshot file %T cannot be written at an offset", w)
+		}
+		var h [12]byte
+		if _, err := w.Write(h[:]); err != nil { // the header's place: written once the checksum is known
+			return err
+		}
+		cw := &crcWriter{w: w}
+		bw := bufio.NewWriterSize(cw, snapshotWriteBuffer)
+		if err := write(bw); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		size = cw.n
+		binary.LittleEndian.PutUint64(h[0:8], seq)
+		binary.LittleEndian.PutUint32(h[8:12], cw.crc)
+		_, err := f.WriteAt(h[:], 0)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("write snapshot: %w", err)
+	}
+	return size, j.afterSnapshot(dir, stream, seq, size, start)
+}
+
+// crcWriter passes bytes on to w, keeping their count and Castagnoli checksum.
+type crcWriter struct {
+	w   io.Writer
+	crc uint32
+	n   int
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
+	c.n += n
+	return n, err
+}
+
+// afterSnapshot rolls stream to a new segment and deletes the segments the snapshot after entry
+// seq covers.
+func (j *Journal) afterSnapshot(dir, stream string, seq uint64, size int, start time.Time) error {
 	// Roll so that the current segment can be deleted at the next snapshot at the latest.
 	ch := make(chan error, 1)
 	var covered uint64
@@ -747,7 +800,7 @@ func (j *Journal) SaveSnapshot(stream string, seq uint64, data []byte) error {
 			}
 		}
 	}
-	j.log.Debug("journal: snapshot saved", "stream", stream, "seq", seq, "bytes", len(data),
+	j.log.Debug("journal: snapshot saved", "stream", stream, "seq", seq, "bytes", size,
 		"took", time.Since(start))
 	return nil
 }

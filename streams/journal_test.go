@@ -1,6 +1,8 @@
 package streams
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -147,6 +149,62 @@ func TestJournalSnapshotDropsOldSegments(t *testing.T) {
 	snap, got, res := loadAll(t, j2, "a")
 	if snap != "12:state@12" || fmt.Sprint(got) != "[13:e13]" || res.LastSeq != 13 {
 		t.Fatalf("snap %q entries %v last %d", snap, got, res.LastSeq)
+	}
+}
+
+// A snapshot written as a stream (in pieces larger and smaller than the write buffer) loads as the
+// bytes written, with its checksum; a failed stream leaves the snapshot before it in place.
+func TestJournalSnapshotStream(t *testing.T) {
+	dir := t.TempDir()
+	j := mustJournal(t, dir, 1<<20)
+	appendSync(t, j, "a", 1, "e1")
+	var want bytes.Buffer
+	for i := range 40_000 {
+		fmt.Fprintf(&want, "piece %d;", i)
+		if i%10_000 == 0 {
+			want.Write(bytes.Repeat([]byte{'x'}, 3*snapshotWriteBuffer/2)) // one piece beyond the buffer
+		}
+	}
+	data := want.Bytes()
+	size, err := j.SaveSnapshotStream("a", 1, func(w *bufio.Writer) error {
+		for rest := data; len(rest) > 0; {
+			n := min(len(rest), 1+len(rest)%7919)
+			if _, err := w.Write(rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
+	if err != nil || size != len(data) {
+		t.Fatalf("SaveSnapshotStream: size %d (want %d), %v", size, len(data), err)
+	}
+	appendSync(t, j, "a", 2, "e2")
+	if _, err := j.SaveSnapshotStream("a", 2, func(w *bufio.Writer) error {
+		_, _ = w.WriteString("half a snapshot")
+		return errors.New("encoding failed")
+	}); err == nil {
+		t.Fatal("a failed snapshot stream was reported saved")
+	}
+	_ = j.Close()
+	j2 := mustJournal(t, dir, 1<<20)
+	var snap []byte
+	var entries []string
+	res, err := j2.Load("a", func(seq uint64, b []byte) error {
+		if seq != 1 {
+			t.Errorf("snapshot after entry %d, want 1", seq)
+		}
+		snap = bytes.Clone(b)
+		return nil
+	}, func(seq uint64, payload []byte) error {
+		entries = append(entries, fmt.Sprintf("%d:%s", seq, payload))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snap, data) || fmt.Sprint(entries) != "[2:e2]" || res.SnapshotSeq != 1 {
+		t.Fatalf("loaded a snapshot of %d bytes (equal: %v), entries %v, snapshot seq %d", len(snap), bytes.Equal(snap, data), entries, res.SnapshotSeq)
 	}
 }
 
