@@ -10,6 +10,12 @@ type Authenticator interface {
 	Organization(id string) (Organization, bool)
 }
 
+// AuthVersioner is an Authenticator whose answers hold while AuthVersion returns the same value
+// (no key or organization changed since): a caller may keep a secret's principal until then.
+type AuthVersioner interface {
+	AuthVersion() any
+}
+
 // PlatformService manages organizations, keys and global events (platform key only).
 type PlatformService interface {
 	CreateOrganization(ctx context.Context, in OrganizationInput) (Organization, error)

@@ -48,6 +48,10 @@ func (s *Platform) Authenticate(secret string) (supplyplan.Principal, bool) {
 		Scopes: slices.Clone(k.Scopes), Platform: k.Platform}, true
 }
 
+// AuthVersion is the platform index Authenticate reads: a new one (a different value) after every
+// change of the platform's state.
+func (s *Platform) AuthVersion() any { return s.core.index.Load() }
+
 // Organization returns an organization by id.
 func (s *Platform) Organization(id string) (supplyplan.Organization, bool) {
 	o, ok := s.core.index.Load().orgs[id]

@@ -60,6 +60,10 @@ func (t *connTracker) closeAll() {
 	})
 }
 
+// connTimeout bounds how long a connection may take to send a request (its headers and body), to
+// take a response, and stay idle between requests.
+const connTimeout = 60 * time.Second
+
 // newListener builds a fasthttp server with the service's timeouts. Bodies are not read by
 // fasthttp: the handler sees the headers first (StreamRequestBody) and reads the body itself with
 // readBody, under the route's limit and the budget, once the key is checked. A malformed request
@@ -77,10 +81,12 @@ func newListener(name, addr, serverName string, budget *BodyBudget, log *slog.Lo
 		// With StreamRequestBody fasthttp still pre-reads min(MaxRequestBodySize, Content-Length,
 		// 8 KiB) body bytes before calling the handler (and waits for them). One byte keeps that
 		// wait and buffer to a minimum; the limit itself is enforced by readBody.
-		MaxRequestBodySize:           1,
-		ReadTimeout:                  60 * time.Second,
-		WriteTimeout:                 60 * time.Second,
-		IdleTimeout:                  120 * time.Second,
+		MaxRequestBodySize: 1,
+		// The idle timeout equals the read timeout: fasthttp sets the one, then the other, at every
+		// keep-alive request, and equal they are left alone for a second at a time (deadlineSlack).
+		ReadTimeout:                  connTimeout,
+		WriteTimeout:                 connTimeout,
+		IdleTimeout:                  connTimeout,
 		DisablePreParseMultipartForm: true,
 		NoDefaultContentType:         true,
 		CloseOnShutdown:              true,

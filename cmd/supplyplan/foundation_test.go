@@ -3,11 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -360,6 +364,59 @@ func TestRevokedKeyIsRejectedAtOnce(t *testing.T) {
 	}
 	if r := s2.Do("DELETE", "/api/platform/organizations/"+org+"/api-keys/key_nope", p, nil); r.Status != 404 {
 		t.Fatalf("revoke unknown key: %d", r.Status)
+	}
+}
+
+// A connection keeps the principal of the key it sent last (http connAuth): revoking the key, or
+// taking the organization's entitlement, from another connection applies to the next request on it.
+func TestKeyKeptOnAConnectionIsRevokedAtOnce(t *testing.T) {
+	s := MustStart(t, "")
+	p := s.Key("platform")
+	org := s.Creds.Organization.ID
+	created := s.Do("POST", "/api/platform/organizations/"+org+"/api-keys", p, map[string]any{"role": "PLANNER", "name": "ci"}).Must(t, 201)
+	key, keyID := created["key"].(string), str(created, "apiKey", "id")
+	// One keep-alive connection for the key: every request below reuses it.
+	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var conns atomic.Int64
+	get := func() int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", s.URL+"/api/forecast/scenarios", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) {
+				if !info.Reused {
+					conns.Add(1)
+				}
+			}}))
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+		return res.StatusCode
+	}
+	for range 3 {
+		if st := get(); st != 200 {
+			t.Fatalf("live key: %d", st)
+		}
+	}
+	s.Do("PUT", "/api/platform/organizations/"+org+"/entitlements", p, map[string]any{"entitlements": []string{}}).Must(t, 200)
+	if st := get(); st != 403 {
+		t.Fatalf("key of an organization without the forecasting entitlement: %d", st)
+	}
+	s.Do("PUT", "/api/platform/organizations/"+org+"/entitlements", p, map[string]any{"entitlements": []string{"ai.forecasting.demand"}}).Must(t, 200)
+	if st := get(); st != 200 {
+		t.Fatalf("entitlement given back: %d", st)
+	}
+	s.Do("DELETE", "/api/platform/organizations/"+org+"/api-keys/"+keyID, p, nil).Must(t, 204)
+	if st := get(); st != 401 {
+		t.Fatalf("key revoked from another connection: %d on the connection that used it", st)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("the key's requests went over %d connections, want one (the test is void)", n)
 	}
 }
 
