@@ -280,6 +280,7 @@ func (r *Request) streamCSV(filename string, header []string, next csvPage) erro
 	r.Ctx.SetStatusCode(fasthttp.StatusOK)
 	r.Ctx.SetContentType("text/csv; charset=utf-8")
 	r.Ctx.Response.Header.Set("Content-Disposition", `attachment; filename="`+filename+`"`)
+	r.retain() // the writer runs after the handler returns
 	r.Ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
 		w := csv.NewWriter(bw)
 		_ = w.Write(header)

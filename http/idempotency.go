@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"runtime/debug"
+	"slices"
 
 	"github.com/valyala/fasthttp"
 
@@ -111,8 +112,9 @@ func (s *Server) detached(r *Request, h handlerFunc, claim *supplyplan.Idempoten
 	pc.Request.SetBodyRaw(bd.b)
 
 	dctx, cancel := context.WithTimeout(context.Background(), detachedFactor*s.cfg.RequestTimeout)
+	r.retain() // r2 is made from it and runs on after r's handler may have returned
 	r2 := &Request{Ctx: pc, Context: supplyplan.WithIdempotency(dctx, claim), Principal: r.Principal, Org: r.Org,
-		params: r.params, server: s, budget: r.budget, decodeLimit: r.decodeLimit, bodyLimit: r.bodyLimit, body: bd, bodyRead: true}
+		params: slices.Clone(r.params), server: s, budget: r.budget, decodeLimit: r.decodeLimit, bodyLimit: r.bodyLimit, body: bd, bodyRead: true}
 	done := make(chan struct{})
 	s.runningOn.Add(1)
 	go func() {

@@ -49,7 +49,13 @@ type Request struct {
 	requestID []byte
 	// deadline is Context (set by dispatch).
 	deadline deadlineCtx
+	// retained keeps the Request out of the server's pool (retain).
+	retained bool
 }
+
+// retain marks the Request as used after its handler returns (a body written while the response
+// streams, a request detached from its connection): it is not reused for another request.
+func (r *Request) retain() { r.retained = true }
 
 // Body reads the request body once, under the request's limit (413 beyond, before reading when
 // Content-Length says so) and the server's body budget (503 with Retry-After when spent).

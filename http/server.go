@@ -152,9 +152,25 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 // serve routes and runs one request; it returns the route (nil when none matched), the
 // organization of the caller once known, and the error code of an error answer.
+//
+// The Request comes from a pool and goes back to it once the handler has returned, unless
+// something was handed a part of it that outlives the handler (Request.retain: a streamed body, a
+// detached keyed request). Everything else a handler passes on (the principal, the parameters, the
+// context to a service call that returns before the handler does) is copied or done with by then.
+// A Request was the largest allocation of a small GET (about 700 of its 1,070 bytes, a fifth of
+// the handler's CPU with the collector's share).
 func (s *Server) serve(ctx *fasthttp.RequestCtx, id []byte) (rt *route, org, code string) {
-	return s.dispatch.serve(ctx, id, &Request{server: s, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit})
+	r := requestPool.Get().(*Request)
+	*r = Request{server: s, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit}
+	rt, org, code = s.dispatch.serve(ctx, id, r)
+	if !r.retained {
+		*r = Request{} // what it pointed to is not kept alive by the pool
+		requestPool.Put(r)
+	}
+	return rt, org, code
 }
+
+var requestPool = sync.Pool{New: func() any { return new(Request) }}
 
 func (s *Server) now() time.Time {
 	if s.cfg.Now != nil {
