@@ -49,9 +49,12 @@ func (d *dispatch) serve(ctx *fasthttp.RequestCtx, id []byte, r *Request) (rt *r
 		writeError(ctx, supplyplan.Errorf(supplyplan.ENOTFOUND, "Not found"))
 		return nil, "", supplyplan.ENOTFOUND
 	}
-	r.deadline.deadline = time.Now().Add(d.timeout)
-	defer r.deadline.close()
-	r.Ctx, r.Context, r.params = ctx, &r.deadline, params
+	// The context is its own object, not a part of the Request: a context derived from it
+	// (context.WithTimeout in a handler) has a goroutine of the standard library that may read it
+	// after the handler returned, when the Request already serves another request (Server.serve).
+	dl := &deadlineCtx{deadline: time.Now().Add(d.timeout)}
+	defer dl.close()
+	r.Ctx, r.Context, r.params = ctx, dl, params
 	if r.requestID == nil {
 		r.requestID = id
 	}

@@ -47,8 +47,6 @@ type Request struct {
 	rate rateState
 	// requestID is the request's id (the loop runtime records it in the audit).
 	requestID []byte
-	// deadline is Context (set by dispatch).
-	deadline deadlineCtx
 	// retained keeps the Request out of the server's pool (retain).
 	retained bool
 }
