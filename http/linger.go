@@ -40,6 +40,8 @@ type lingerConn struct {
 	readBy, writeBy atomic.Int64
 	// auth is the principal of the key the connection sent last (connAuth).
 	auth connAuth
+	// buckets are the rate-limit buckets of its last requests (connBuckets).
+	buckets connBuckets
 }
 
 func (c *lingerConn) Close() error {

@@ -184,7 +184,11 @@ func (rl *RateLimiter) take(r *Request, class supplyplan.RateClass, keyID, orgID
 			return nil
 		}
 	} else {
-		ok = rl.takeLocal(ids[:st.n], limits[:st.n], now.UnixNano(), st.taken[:st.n])
+		var memo *connBuckets
+		if lc, isConn := r.Ctx.Conn().(*lingerConn); isConn {
+			memo = &lc.buckets
+		}
+		ok = rl.takeLocal(ids[:st.n], limits[:st.n], now.UnixNano(), st.taken[:st.n], memo)
 	}
 	if ok {
 		return nil
@@ -289,13 +293,40 @@ func (rl *RateLimiter) bucket(id bucketID) *memBucket {
 	return b
 }
 
+// connBuckets are the buckets a connection's last request of each class took from: a
+// connection's requests usually carry one key, and a bucket, once made, is never replaced, so the
+// next request finds them without the shard's hash, lock and map (the shared read lock was a
+// cache line both cores wrote at every request). Used by the connection's goroutine only.
+type connBuckets struct {
+	rl  *RateLimiter
+	ids [3][2]bucketID
+	bs  [3][2]*memBucket
+}
+
+// of returns the i-th bucket id of a request, remembered.
+func (m *connBuckets) of(rl *RateLimiter, i int, id bucketID) *memBucket {
+	if m == nil || int(id.class) >= len(m.bs) {
+		return rl.bucket(id)
+	}
+	if m.rl != rl {
+		*m = connBuckets{rl: rl}
+	}
+	if b := m.bs[id.class][i]; b != nil && m.ids[id.class][i] == id {
+		return b
+	}
+	b := rl.bucket(id)
+	m.ids[id.class][i], m.bs[id.class][i] = id, b
+	return b
+}
+
 // takeLocal is TakeTokens on this process's buckets: each bucket's lock held (the key's before the
-// organization's, always in that order) while it decides.
-func (rl *RateLimiter) takeLocal(ids []bucketID, limits []supplyplan.RateLimit, now int64, out []supplyplan.RateTaken) bool {
+// organization's, always in that order) while it decides. memo (nil: none) remembers the
+// connection's buckets.
+func (rl *RateLimiter) takeLocal(ids []bucketID, limits []supplyplan.RateLimit, now int64, out []supplyplan.RateTaken, memo *connBuckets) bool {
 	var bs [2]*memBucket
 	var states [2]supplyplan.TokenBucket
 	for i, id := range ids {
-		bs[i] = rl.bucket(id)
+		bs[i] = memo.of(rl, i, id)
 		bs[i].mu.Lock()
 		states[i] = bs[i].b
 	}
