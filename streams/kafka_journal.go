@@ -101,6 +101,10 @@ type KafkaJournal struct {
 	closed bool
 
 	txns, appends atomic.Int64
+
+	// afterCommit, in tests, runs right after a transaction's commit returned, before its
+	// snapshot heads are noted (partOwner.commitMu).
+	afterCommit func()
 }
 
 // KafkaJournalStats counts committed transactions and the appends they carried.
@@ -367,9 +371,11 @@ func (j *KafkaJournal) Load(stream string, onSnapshot func(seq uint64, data []by
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	o.commitMu.RLock() // a commit visible elsewhere has noted its heads (commitMu)
 	o.mu.Lock()
 	head, fenced := o.heads[stream], o.fenced
 	o.mu.Unlock()
+	o.commitMu.RUnlock()
 	if fenced != nil {
 		return res, fenced
 	}

@@ -168,3 +168,44 @@ func TestDirectoryReadsPastTransactionMarkers(t *testing.T) {
 		t.Fatalf("a directory opened after the step: %+v", cur)
 	}
 }
+
+// A stream loaded while the import that brought it is being committed loads what the import
+// wrote: the commit is visible to other readers (the directory that routes the organization here)
+// before the owner has noted the import's snapshot head, and a Load in that window used to replay
+// the stream's earlier stay on the partition instead (TestMoveCarriesState lost every write made
+// while the organization was away).
+func TestKafkaJournalLoadDuringImportCommit(t *testing.T) {
+	brokers := MustKafka(t, 1)
+	ctx := context.Background()
+	j := MustKafkaJournal(t, brokers, 2, "a", []int32{0}, func(c *KafkaJournalConfig) {
+		c.Locate = func(string) (int32, error) { return 0, nil }
+	})
+	const stream = "tenant-org_b"
+	// The earlier stay: entries 1-3 and a snapshot at 3.
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := appendWait(j, stream, seq, fmt.Appendf(nil, "e%d", seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.SaveSnapshot(stream, 3, []byte("old@3")); err != nil {
+		t.Fatal(err)
+	}
+	var got loaded
+	var loadErr error
+	var wg sync.WaitGroup
+	j.afterCommit = func() {
+		j.afterCommit = nil
+		wg.Go(func() { got, loadErr = tryLoad(j, stream) })
+		time.Sleep(100 * time.Millisecond) // room for a Load that does not wait for the heads
+	}
+	if err := j.Import(ctx, 0, []StreamCopy{{Stream: stream, SnapshotSeq: 10, Snapshot: []byte("new@10")}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if loadErr != nil {
+		t.Fatal(loadErr)
+	}
+	if got.snapSeq != 10 || string(got.snapData) != "new@10" || len(got.seqs) != 0 {
+		t.Fatalf("loaded during the import's commit: snapshot %d %q, entries %v; want the imported snapshot at 10", got.snapSeq, got.snapData, got.seqs)
+	}
+}

@@ -29,10 +29,18 @@ type partOwner struct {
 	sendMu sync.RWMutex // held for reading while sending, for writing while closing
 	closed bool
 
-	mu      sync.Mutex
-	heads   map[string]*snapHead // latest snapshot head per stream
-	streams map[string]*kstream
-	fenced  error // ErrFenced once a newer owner took the partition
+	// commitMu is held for writing from a transaction's commit until its snapshot heads are noted
+	// in heads, and for reading while Load takes a stream's head. A commit is visible to other
+	// readers (the directory's consumer) before EndTransaction returns here: a move's copy
+	// commits the organization's imported snapshot with the record that routes it to this
+	// node, and a request routed here at once spawned the actor, whose Load read the head from
+	// before the import (the state of the organization's earlier stay on this partition: every
+	// write since was lost; TestMoveCarriesState, about one run in fifteen on a loaded machine).
+	commitMu sync.RWMutex
+	mu       sync.Mutex
+	heads    map[string]*snapHead // latest snapshot head per stream
+	streams  map[string]*kstream
+	fenced   error // ErrFenced once a newer owner took the partition
 }
 
 // kstream is what the owner remembers of a stream: the journal offsets of its entries since its
@@ -448,8 +456,13 @@ func (o *partOwner) transact(batch []kreq) (err error) {
 		}
 	}
 	committing = true
+	o.commitMu.Lock()
+	defer o.commitMu.Unlock()
 	if err := o.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if h := o.j.afterCommit; h != nil {
+		h()
 	}
 	n := 0
 	for _, rec := range appends {
