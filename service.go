@@ -13,7 +13,7 @@ type Authenticator interface {
 // AuthVersioner is an Authenticator whose answers hold while AuthVersion returns the same value
 // (no key or organization changed since): a caller may keep a secret's principal until then.
 type AuthVersioner interface {
-	AuthVersion() any
+	AuthVersion() uint64
 }
 
 // PlatformService manages organizations, keys and global events (platform key only).

@@ -1,6 +1,10 @@
 package actors
 
-import "github.com/supplyplan/supplyplan"
+import (
+	"sync/atomic"
+
+	"github.com/supplyplan/supplyplan"
+)
 
 // platformIndex is an immutable view of the platform state for lock-free reads (authentication
 // runs on every request). The platform actor publishes a new one after every change.
@@ -10,10 +14,14 @@ type platformIndex struct {
 	globals map[string]*supplyplan.ExternalEvent
 	globalL []*supplyplan.ExternalEvent
 	mcp     mcpIndex
+	// gen numbers the indexes a process builds (AuthVersion): a new one per build.
+	gen uint64
 }
 
+var indexGen atomic.Uint64
+
 func buildIndex(st *supplyplan.PlatformState) *platformIndex {
-	ix := &platformIndex{byHash: make(map[string]supplyplan.APIKey, len(st.Keys)),
+	ix := &platformIndex{gen: indexGen.Add(1), byHash: make(map[string]supplyplan.APIKey, len(st.Keys)),
 		orgs: make(map[string]supplyplan.Organization, len(st.Orgs)), globals: make(map[string]*supplyplan.ExternalEvent, len(st.GlobalEvents))}
 	for _, k := range st.Keys {
 		if k.RevokedAt == nil {

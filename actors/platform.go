@@ -48,9 +48,10 @@ func (s *Platform) Authenticate(secret string) (supplyplan.Principal, bool) {
 		Scopes: slices.Clone(k.Scopes), Platform: k.Platform}, true
 }
 
-// AuthVersion is the platform index Authenticate reads: a new one (a different value) after every
-// change of the platform's state.
-func (s *Platform) AuthVersion() any { return s.core.index.Load() }
+// AuthVersion numbers the platform index Authenticate reads: a new number after every change of
+// the platform's state. A number rather than the index itself, so that a caller keeping it (an
+// idle connection) does not keep an old index alive.
+func (s *Platform) AuthVersion() uint64 { return s.core.index.Load().gen }
 
 // Organization returns an organization by id.
 func (s *Platform) Organization(id string) (supplyplan.Organization, bool) {

@@ -119,7 +119,7 @@ func (s *Server) authenticate(r *Request) error {
 	// A connection's requests usually carry one key: its principal is kept on the connection while
 	// the platform's keys and organizations stay as they were (connAuth).
 	lc, _ := r.Ctx.Conn().(*lingerConn)
-	var version any
+	var version uint64
 	if av, ok := s.svc.Auth.(supplyplan.AuthVersioner); ok && lc != nil {
 		version = av.AuthVersion()
 		if p, ok := lc.auth.principal(h, version); ok {
@@ -136,7 +136,7 @@ func (s *Server) authenticate(r *Request) error {
 		return unknownKey(c.header)
 	}
 	r.Principal = p
-	if version != nil {
+	if version != 0 {
 		lc.auth.keep(h, version, p)
 	}
 	return nil
@@ -149,14 +149,14 @@ func (s *Server) authenticate(r *Request) error {
 // in the connection's read buffer.
 type connAuth struct {
 	header  []byte
-	version any
+	version uint64 // 0: none kept
 	p       supplyplan.Principal
 }
 
 // principal returns the kept principal when header is the one it was resolved from and version
 // is still the platform's.
-func (a *connAuth) principal(header []byte, version any) (supplyplan.Principal, bool) {
-	if a.version == nil || a.version != version || len(header) == 0 || subtle.ConstantTimeCompare(a.header, header) != 1 {
+func (a *connAuth) principal(header []byte, version uint64) (supplyplan.Principal, bool) {
+	if a.version == 0 || a.version != version || len(header) == 0 || subtle.ConstantTimeCompare(a.header, header) != 1 {
 		return supplyplan.Principal{}, false
 	}
 	p := a.p
@@ -166,7 +166,7 @@ func (a *connAuth) principal(header []byte, version any) (supplyplan.Principal, 
 	return p, true
 }
 
-func (a *connAuth) keep(header []byte, version any, p supplyplan.Principal) {
+func (a *connAuth) keep(header []byte, version uint64, p supplyplan.Principal) {
 	a.header = append(a.header[:0], header...)
 	a.version = version
 	a.p = p

@@ -341,12 +341,17 @@ func TestAuthFailures(t *testing.T) {
 	}
 }
 
+// createPlannerKey creates a PLANNER key of the demo organization with the platform key.
+func createPlannerKey(t *testing.T, s *testServer) (created map[string]any, key, keyID string) {
+	t.Helper()
+	created = s.Do("POST", "/api/platform/organizations/"+s.Creds.Organization.ID+"/api-keys", s.Key("platform"), map[string]any{"role": "PLANNER", "name": "ci"}).Must(t, 201)
+	return created, created["key"].(string), str(created, "apiKey", "id")
+}
+
 func TestRevokedKeyIsRejectedAtOnce(t *testing.T) {
 	s := MustStart(t, "")
-	p := s.Key("platform")
-	org := s.Creds.Organization.ID
-	created := s.Do("POST", "/api/platform/organizations/"+org+"/api-keys", p, map[string]any{"role": "PLANNER", "name": "ci"}).Must(t, 201)
-	key, keyID := created["key"].(string), str(created, "apiKey", "id")
+	p, org := s.Key("platform"), s.Creds.Organization.ID
+	created, key, keyID := createPlannerKey(t, s)
 	if str(created, "apiKey", "role") != "PLANNER" || str(created, "apiKey", "prefix") == "" || !strings.HasPrefix(key, str(created, "apiKey", "prefix")) {
 		t.Fatalf("created key = %v", created)
 	}
@@ -371,10 +376,8 @@ func TestRevokedKeyIsRejectedAtOnce(t *testing.T) {
 // taking the organization's entitlement, from another connection applies to the next request on it.
 func TestKeyKeptOnAConnectionIsRevokedAtOnce(t *testing.T) {
 	s := MustStart(t, "")
-	p := s.Key("platform")
-	org := s.Creds.Organization.ID
-	created := s.Do("POST", "/api/platform/organizations/"+org+"/api-keys", p, map[string]any{"role": "PLANNER", "name": "ci"}).Must(t, 201)
-	key, keyID := created["key"].(string), str(created, "apiKey", "id")
+	p, org := s.Key("platform"), s.Creds.Organization.ID
+	_, key, keyID := createPlannerKey(t, s)
 	// One keep-alive connection for the key: every request below reuses it.
 	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}
 	defer tr.CloseIdleConnections()
