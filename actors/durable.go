@@ -29,8 +29,8 @@ type State interface {
 }
 
 // txFunc runs inside the actor against its state. It must not change the state itself: it returns
-// the records that the actor applies and journals, and the reply value.
-type txFunc[S State] func(S) (any, []supplyplan.Record, error)
+// the records that the actor applies and journals (its value it keeps itself: txCall).
+type txFunc[S State] func(S) ([]supplyplan.Record, error)
 
 // txMsg asks the actor to run fn and answer on reply (a channel, not hollywood's Request: the
 // notes explain why its random reply ids are unsafe). claim is the Idempotency-Key of the request
@@ -60,7 +60,6 @@ func (m txMsg[S]) respond(r txReply) {
 
 type txReply struct {
 	stream string
-	v      any
 	err    error
 }
 
@@ -411,7 +410,7 @@ func (d *durable[S]) run(m txMsg[S]) {
 			return
 		}
 	}
-	v, recs, err := m.fn(d.state)
+	recs, err := m.fn(d.state)
 	if err != nil || len(recs) == 0 {
 		if err == nil && !m.dirty && d.durableSeq.Load() < d.seq {
 			// A read must not see a write that is not durable yet: answer after the next commit.
@@ -421,11 +420,11 @@ func (d *durable[S]) run(m txMsg[S]) {
 					m.respond(txReply{stream: stream, err: d.unavailable()})
 					return
 				}
-				m.respond(txReply{stream: stream, v: v})
+				m.respond(txReply{stream: stream})
 			})
 			return
 		}
-		m.respond(txReply{stream: d.stream, v: v, err: err})
+		m.respond(txReply{stream: d.stream, err: err})
 		return
 	}
 	marked := c != nil && c.Mark()
@@ -446,7 +445,7 @@ func (d *durable[S]) run(m txMsg[S]) {
 		if marked {
 			c.Commit(holder)
 		}
-		m.respond(txReply{stream: stream, v: v})
+		m.respond(txReply{stream: stream})
 	})
 }
 
@@ -662,53 +661,75 @@ func sendQueued[S State, T any](ctx context.Context, m mailer, pid *actor.PID, q
 
 // sendTx is sendQueued; dirty marks a read answered without waiting for writes in flight (txMsg).
 func sendTx[S State, T any](ctx context.Context, m mailer, pid *actor.PID, queued *atomic.Int64, dirty bool, fn func(S) (T, []supplyplan.Record, error)) (wait func() (T, error)) {
-	reply := make(chan txReply, 1)
-	claim := supplyplan.IdempotencyOf(ctx)
-	if claim != nil {
-		claim.TxStarted()
+	c := &txCall[S, T]{fn: fn, ctx: ctx, m: m, queued: queued, reply: make(chan txReply, 1)}
+	c.claim = supplyplan.IdempotencyOf(ctx)
+	if c.claim != nil {
+		c.claim.TxStarted()
 	}
 	if queued != nil {
 		queued.Add(1)
 	}
-	mb := m.mailbox(pid)
+	c.mb = m.mailbox(pid)
 	var taken *atomic.Bool
-	if mb != nil {
-		taken = new(atomic.Bool)
+	if c.mb != nil {
+		taken = &c.taken
 	}
-	m.send(pid, txMsg[S]{reply: reply, claim: claim, queued: queued, dirty: dirty, taken: taken, fn: func(s S) (any, []supplyplan.Record, error) {
-		v, recs, err := fn(s)
-		return v, recs, err
-	}})
-	return func() (T, error) {
-		var zero T
-		r, stopped, ended := awaitMailbox(mb, reply, taken, ctx.Done())
-		switch {
-		case stopped: // never taken, never run: no outcome to wait for
-			if queued != nil {
-				queued.Add(-1)
-			}
-			if claim != nil {
-				claim.TxDone()
-			}
-			return zero, m.refusal(mb.stream)
-		case ended:
-			if claim != nil {
-				claim.Abandon() // the transaction may still commit: its outcome is not this answer
-			}
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return zero, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The request timed out")
-			}
-			return zero, ctx.Err()
-		}
-		if r.err != nil {
-			return zero, r.err
-		}
-		v, ok := r.v.(T)
-		if !ok {
-			return zero, fmt.Errorf("actor %s replied %T", r.stream, r.v)
-		}
-		return v, nil
+	m.send(pid, txMsg[S]{reply: c.reply, claim: c.claim, queued: queued, dirty: dirty, taken: taken, fn: c.run})
+	return c.wait
+}
+
+// txCall is one transaction sent by sendTx, in one allocation: the actor writes fn's value into v
+// before it replies (the reply then carries no value, which boxed into an interface was a copy of
+// the value on the heap), and the caller reads it after the reply.
+type txCall[S State, T any] struct {
+	fn     func(S) (T, []supplyplan.Record, error)
+	v      T
+	taken  atomic.Bool
+	reply  chan txReply
+	ctx    context.Context
+	m      mailer
+	mb     *mailbox
+	queued *atomic.Int64
+	claim  *supplyplan.IdempotencyClaim
+}
+
+func (c *txCall[S, T]) run(s S) ([]supplyplan.Record, error) {
+	v, recs, err := c.fn(s)
+	c.v = v
+	return recs, err
+}
+
+// wait waits for the transaction's reply or its context's end, or answers the refusal when the
+// actor stopped without taking it (mailbox.go).
+func (c *txCall[S, T]) wait() (T, error) {
+	var zero T
+	taken := &c.taken
+	if c.mb == nil {
+		taken = nil
 	}
+	r, stopped, ended := awaitMailbox(c.mb, c.reply, taken, c.ctx.Done())
+	switch {
+	case stopped: // never taken, never run: no outcome to wait for
+		if c.queued != nil {
+			c.queued.Add(-1)
+		}
+		if c.claim != nil {
+			c.claim.TxDone()
+		}
+		return zero, c.m.refusal(c.mb.stream)
+	case ended:
+		if c.claim != nil {
+			c.claim.Abandon() // the transaction may still commit: its outcome is not this answer
+		}
+		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
+			return zero, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The request timed out")
+		}
+		return zero, c.ctx.Err()
+	}
+	if r.err != nil {
+		return zero, r.err
+	}
+	return c.v, nil
 }
 
 // snapshotFailed logs a snapshot that was not saved: at WARN when a newer owner fenced the

@@ -80,21 +80,28 @@ func (d *dispatch) serve(ctx *fasthttp.RequestCtx, id []byte, r *Request) (rt *r
 	return rt, org, code
 }
 
-// deadlineCtx is a request's context: context.WithTimeout(Background, timeout) whose timer is made
-// only when something asks for Done (a write waiting for its actor). Most requests never do (reads
-// run on the caller's goroutine), and the timer was a measurable share of a read's cost.
+// deadlineCtx is a request's context: context.WithTimeout(Background, timeout) whose channel and
+// timer are made only when something asks for Done (a write waiting for its actor). Most requests
+// never do (reads run on the caller's goroutine), and the timer was a measurable share of a read's
+// cost. It is its own channel and timer rather than a context.WithDeadline made on demand: that
+// was three more objects per durable write (the timer context, its channel, its timer's closure).
+// A context derived from it is canceled through AfterFunc (the standard library then starts no
+// goroutine per derived context).
 type deadlineCtx struct {
 	deadline time.Time
 	mu       sync.Mutex
-	ctx      context.Context
-	cancel   context.CancelFunc
-	closed   bool
+	done     chan struct{} // made by Done
+	timer    *time.Timer   // closes done at the deadline
+	err      error         // set when the context ended (done, when made, is closed then)
+	afters   []*afterFunc
 }
 
-// canceledCtx is the context of a request that has returned (what cancel made it before).
-var canceledCtx = func() context.Context {
-	c, cancel := context.WithCancel(context.Background())
-	cancel()
+type afterFunc struct{ f func() }
+
+// closedChan is the Done of a context that ended before anything asked for it.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
 	return c
 }()
 
@@ -103,39 +110,87 @@ func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 func (c *deadlineCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ctx == nil {
-		if c.closed {
-			c.ctx = canceledCtx
-		} else {
-			c.ctx, c.cancel = context.WithDeadline(context.Background(), c.deadline)
-		}
+	if c.done != nil {
+		return c.done
 	}
-	return c.ctx.Done()
+	if c.err == nil {
+		if d := time.Until(c.deadline); d > 0 {
+			c.done = make(chan struct{})
+			c.timer = time.AfterFunc(d, c.expire)
+			return c.done
+		}
+		c.endLocked(context.DeadlineExceeded)
+	}
+	c.done = closedChan
+	return c.done
 }
 
 func (c *deadlineCtx) Err() error {
 	c.mu.Lock()
-	ctx, closed := c.ctx, c.closed
-	c.mu.Unlock()
-	switch {
-	case ctx != nil:
-		return ctx.Err()
-	case closed:
-		return context.Canceled
-	case !time.Now().Before(c.deadline):
-		return context.DeadlineExceeded
+	defer c.mu.Unlock()
+	if c.err == nil && !time.Now().Before(c.deadline) {
+		c.endLocked(context.DeadlineExceeded) // the timer, if any, has not fired yet
 	}
-	return nil
+	return c.err
 }
 
 func (c *deadlineCtx) Value(any) any { return nil }
+
+// AfterFunc is context.AfterFunc for this context (the standard library's derived contexts use it).
+func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	a := &afterFunc{f: f}
+	c.afters = append(c.afters, a)
+	if c.done == nil { // the deadline must end it even when nothing asks for Done
+		c.done = make(chan struct{})
+		c.timer = time.AfterFunc(time.Until(c.deadline), c.expire)
+	}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, x := range c.afters {
+			if x == a {
+				c.afters = append(c.afters[:i], c.afters[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func (c *deadlineCtx) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.endLocked(context.DeadlineExceeded)
+}
+
+// endLocked ends the context with err unless it ended already: closes done, stops the timer and
+// starts the AfterFunc functions.
+func (c *deadlineCtx) endLocked(err error) {
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	if c.done != nil {
+		close(c.done)
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	for _, a := range c.afters {
+		go a.f()
+	}
+	c.afters = nil
+}
 
 // close cancels the context (the handler returned).
 func (c *deadlineCtx) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closed = true
-	if c.cancel != nil {
-		c.cancel()
-	}
+	c.endLocked(context.Canceled)
 }

@@ -55,3 +55,56 @@ func TestDeadlineCtx(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestDeadlineCtxAfterFunc: a context derived from the request's is canceled with it through
+// AfterFunc (no goroutine of the standard library per derivation), at the deadline as at close,
+// and a stopped AfterFunc never runs.
+func TestDeadlineCtxAfterFunc(t *testing.T) {
+	c := &deadlineCtx{deadline: time.Now().Add(30 * time.Millisecond)}
+	child, cancel := context.WithTimeout(c, time.Hour)
+	defer cancel()
+	if n := afters(c); n != 1 {
+		t.Fatalf("the derived context registered %d AfterFunc functions, want 1", n)
+	}
+	select {
+	case <-child.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a derived context not canceled at the parent's deadline (nothing asked for Done)")
+	}
+	if !errors.Is(child.Err(), context.DeadlineExceeded) {
+		t.Fatalf("child.Err() = %v", child.Err())
+	}
+
+	c = &deadlineCtx{deadline: time.Now().Add(time.Hour)}
+	ran := make(chan struct{}, 1)
+	stop := context.AfterFunc(c, func() { ran <- struct{}{} })
+	if !stop() {
+		t.Fatal("stop before the end = false")
+	}
+	child2, cancel2 := context.WithCancel(c)
+	defer cancel2()
+	cancel2() // a derived context canceled first unregisters itself
+	if n := afters(c); n != 0 {
+		t.Fatalf("%d AfterFunc functions left after stop and the child's cancel", n)
+	}
+	_ = child2
+	c.close()
+	select {
+	case <-ran:
+		t.Fatal("a stopped AfterFunc ran")
+	case <-time.After(50 * time.Millisecond):
+	}
+	done := make(chan struct{})
+	context.AfterFunc(c, func() { close(done) }) // after the end: runs at once
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("AfterFunc on an ended context did not run")
+	}
+}
+
+func afters(c *deadlineCtx) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.afters)
+}

@@ -45,8 +45,10 @@ type Request struct {
 	bodyRead  bool
 	// rate is what the rate limiter decided, for the response's RateLimit headers.
 	rate rateState
-	// requestID is the request's id (the loop runtime records it in the audit).
+	// requestID is the request's id (the loop runtime records it in the audit); on the API it is
+	// written into idBuf.
 	requestID []byte
+	idBuf     [requestIDMax]byte
 	// retained keeps the Request out of the server's pool (retain).
 	retained bool
 }
