@@ -20,6 +20,10 @@ type DecodedRows struct {
 	Orders         []OrderRow
 	Demand         []DemandHistoryRow
 	Errors         []RowError
+	// DemandOut is room for ApplyImport's resolved demand rows (reused memory, may be nil), and
+	// Scratch the decoder's memory behind the rows (importjson.Release hands both back).
+	DemandOut []DemandRow
+	Scratch   any
 }
 
 // ImportResult is what applying a chunk produced.
@@ -114,7 +118,7 @@ func (s *CatalogState) applyImport(orgID string, d DecodedRows, now time.Time) I
 			}
 		}
 	case ImportDemandHistory:
-		res.Demand = make([]DemandRow, 0, len(d.Demand))
+		res.Demand = slices.Grow(d.DemandOut[:0], len(d.Demand))
 		for i, row := range d.Demand {
 			dr, e := s.resolveDemandRow(o, d.Index[i], row)
 			if e != nil {

@@ -645,6 +645,9 @@ func (m *importManager) demandChunk(ctx context.Context, orgID, jobID string, d 
 	if err != nil {
 		return j, &jobError{stage: "recording the progress of rows " + rowRange(start, end), err: err, written: &res, start: start, end: end}
 	}
+	// The rows are written and counted: their memory serves the next chunk (the error above keeps
+	// them, for the job's failure).
+	importjson.Release(d, res.Demand)
 	return j, nil
 }
 

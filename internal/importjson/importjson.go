@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync"
 
 	"github.com/supplyplan/supplyplan"
 	"github.com/supplyplan/supplyplan/internal/jsonscan"
@@ -147,9 +149,18 @@ func DecodeRows(kind supplyplan.ImportKind, raw []json.RawMessage, offset int) s
 	var lines lineArena
 	switch kind {
 	case supplyplan.ImportDemandHistory:
-		in, slab = interner{}, make([]demandSlab, len(raw))
-		d.Demand = make([]supplyplan.DemandHistoryRow, 0, len(raw))
-		d.Index = make([]int, 0, len(raw))
+		sc, _ := demandScratches.Get().(*demandScratch)
+		if sc == nil {
+			sc = new(demandScratch)
+		}
+		slab = slices.Grow(sc.slab[:0], len(raw))[:len(raw)]
+		clear(slab)
+		in = interner{}
+		d.Demand = slices.Grow(sc.rows[:0], len(raw))
+		d.Index = slices.Grow(sc.index[:0], len(raw))
+		d.DemandOut = slices.Grow(sc.out[:0], len(raw))
+		sc.slab, sc.rows, sc.index, sc.out = slab, d.Demand, d.Index, d.DemandOut
+		d.Scratch = sc
 	case supplyplan.ImportOrders:
 		in, orders = interner{}, make([]orderVals, len(raw))
 		d.Orders = make([]supplyplan.OrderRow, 0, len(raw))
@@ -221,6 +232,32 @@ func DecodeRows(kind supplyplan.ImportKind, raw []json.RawMessage, offset int) s
 		d.Index = append(d.Index, idx)
 	}
 	return d
+}
+
+// demandScratch is the memory of a demand-history chunk, reused from chunk to chunk (Release): the
+// decoded rows, the values they point to, the row indexes and ApplyImport's resolved rows. Made
+// fresh for every chunk it was 40 % of what an import allocated, most of the collector's work.
+type demandScratch struct {
+	slab  []demandSlab
+	rows  []supplyplan.DemandHistoryRow
+	index []int
+	out   []supplyplan.DemandRow
+}
+
+var demandScratches sync.Pool
+
+// Release hands the memory of d, decoded by DecodeRows, and of resolved, ApplyImport's result for
+// it, to the next chunk. Nothing of either may be used afterwards. A chunk that is never released
+// is collected as usual.
+func Release(d supplyplan.DecodedRows, resolved []supplyplan.DemandRow) {
+	sc, ok := d.Scratch.(*demandScratch)
+	if !ok {
+		return
+	}
+	if cap(resolved) > cap(sc.out) { // ApplyImport grew it
+		sc.out = resolved[:0]
+	}
+	demandScratches.Put(sc)
 }
 
 // decodeRow decodes one row of request index i into v, turning encoding/json errors into row

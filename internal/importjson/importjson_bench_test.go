@@ -50,6 +50,7 @@ func BenchmarkImportDecode(b *testing.B) {
 				if len(d.Errors) > 0 {
 					b.Fatal(d.Errors[0])
 				}
+				Release(d, nil) // as an import job does once the chunk is written
 			}
 		})
 	}
