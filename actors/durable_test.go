@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -552,7 +553,7 @@ func TestDurableReadsWhileWriting(t *testing.T) {
 	ctx := ctxFor(t, 20*time.Second)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	reads := 0
+	var reads atomic.Int64
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -563,18 +564,21 @@ func TestDurableReadsWhileWriting(t *testing.T) {
 			default:
 			}
 			if d.read(func(n *notes) { _ = len(n.Items); _ = n.Items["7"] }) {
-				reads++
+				reads.Add(1)
 			}
 		}
 	}()
-	for i := range 300 {
+	// At least 300 writes, and more until a read got in between two of them: 300 writes alone
+	// took 10 ms and, in about one run in twenty, finished before the reader was first scheduled.
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 300 || (reads.Load() == 0 && time.Now().Before(deadline)); i++ {
 		if _, err := ask(ctx, bareEngine{e}, pid, putNote(fmt.Sprint(i%20), fmt.Sprint("note ", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	close(stop)
 	wg.Wait()
-	if reads == 0 {
+	if reads.Load() == 0 {
 		t.Fatal("no read ran outside the actor")
 	}
 }
