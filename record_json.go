@@ -237,11 +237,11 @@ func appendJSONString(b []byte, s string) ([]byte, bool) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if jsonPlain[s[i]] { // one load per character: six comparisons were 7 % of a write's CPU
+			i++
+			continue
+		}
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '\\', '"':
@@ -283,6 +283,15 @@ func appendJSONString(b []byte, s string) ([]byte, bool) {
 	b = append(b, s[start:]...)
 	return append(b, '"'), true
 }
+
+// jsonPlain marks the bytes appendJSONString copies as they are: ASCII from 0x20 up but for '"',
+// '\\' and the HTML characters '<', '>' and '&'.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendJSONFloat appends f as encoding/json does; false when it is not finite (an error there).
 func appendJSONFloat(b []byte, f float64) ([]byte, bool) {

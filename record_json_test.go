@@ -303,3 +303,19 @@ func TestEncodeRecordsRecycledBuffer(t *testing.T) {
 		RecycleEntry(got)
 	}
 }
+
+// TestAppendJSONStringEveryByte: each byte value, alone and between plain characters, is escaped
+// as encoding/json escapes it (the table of plain bytes against the reference).
+func TestAppendJSONStringEveryByte(t *testing.T) {
+	for c := range 256 {
+		for _, s := range []string{string([]byte{byte(c)}), "a" + string([]byte{byte(c)}) + "z"} {
+			want, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := appendJSONString(nil, s); string(got) != string(want) {
+				t.Fatalf("byte %#x: %s, encoding/json %s", c, got, want)
+			}
+		}
+	}
+}
