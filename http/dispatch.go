@@ -52,7 +52,11 @@ func (d *dispatch) serve(ctx *fasthttp.RequestCtx, id []byte, r *Request) (rt *r
 	// The context is its own object, not a part of the Request: a context derived from it
 	// (context.WithTimeout in a handler) has a goroutine of the standard library that may read it
 	// after the handler returned, when the Request already serves another request (Server.serve).
-	dl := &deadlineCtx{deadline: time.Now().Add(d.timeout)}
+	arrived := r.start
+	if arrived.IsZero() {
+		arrived = time.Now()
+	}
+	dl := &deadlineCtx{deadline: arrived.Add(d.timeout)}
 	defer dl.close()
 	r.Ctx, r.Context, r.params = ctx, dl, params
 	if r.requestID == nil {

@@ -164,9 +164,12 @@ func (rl *RateLimiter) take(r *Request, class supplyplan.RateClass, keyID, orgID
 	if st.n == 0 {
 		return nil
 	}
-	now := time.Now()
-	if rl.cfg.Now != nil {
+	now := r.start
+	switch {
+	case rl.cfg.Now != nil:
 		now = rl.cfg.Now()
+	case now.IsZero():
+		now = time.Now()
 	}
 	var ok bool
 	if rl.cfg.Store != nil {

@@ -49,6 +49,9 @@ type Request struct {
 	// written into idBuf.
 	requestID []byte
 	idBuf     [requestIDMax]byte
+	// start is when the request arrived (the API sets it; zero elsewhere): the clock read of the
+	// request log also serves its deadline and its rate limit.
+	start time.Time
 	// retained keeps the Request out of the server's pool (retain).
 	retained bool
 }

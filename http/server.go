@@ -155,7 +155,7 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.handle }
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	r := requestPool.Get().(*Request)
-	*r = Request{server: s, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit}
+	*r = Request{server: s, budget: s.budget, decodeLimit: s.cfg.BodyLimit, bodyLimit: s.cfg.BodyLimit, start: start}
 	id := s.obs.ids.of(ctx, r.idBuf[:0])
 	rt, org, code := s.dispatch.serve(ctx, id, r)
 	s.obs.served(ctx, id, rt, org, code, start)
