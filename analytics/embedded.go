@@ -401,11 +401,9 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 			if d.err != nil {
 				break
 			}
-			// One probe of the dedup set: the insert tells a new id by the set's growth (a lookup
-			// then an insert cost two, and the set is far larger than the CPU caches).
-			had := len(t.signals)
-			t.signals[keyOf(id)] = struct{}{}
-			dup := len(t.signals) == had
+			// One probe of the dedup set: the insert tells a new id (a lookup then an insert cost
+			// two, and the set is far larger than the CPU caches).
+			dup := !t.signals.add(keyOf(id))
 			if fresh != nil {
 				*fresh = append(*fresh, !dup)
 			}
@@ -463,7 +461,7 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 		for i := 0; i < n && d.err == nil; i++ {
 			id := d.view()
 			if d.err == nil {
-				t.signals[keyOf(id)] = struct{}{}
+				t.signals.add(keyOf(id))
 			}
 		}
 	case recSigKeys:
@@ -471,7 +469,7 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 		for i := 0; i < n && d.err == nil; i++ {
 			k := d.sigKey()
 			if d.err == nil {
-				t.signals[k] = struct{}{}
+				t.signals.add(k)
 			}
 		}
 	default:

@@ -321,10 +321,7 @@ func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tena
 		view[i] = t.pages[i].s
 	}
 	names := t.names[:len(t.names):len(t.names)]
-	ids := make([]sigKey, 0, len(t.signals))
-	for k := range t.signals {
-		ids = append(ids, k)
-	}
+	ids := t.signals.appendTo(make([]sigKey, 0, t.signals.len()))
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()

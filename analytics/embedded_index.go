@@ -391,8 +391,8 @@ type tenant struct {
 	ids     map[string]uint32 // string -> id
 	pages   []seriesPage
 	count   int32
-	items   map[item]int32      // the first series (channel) of a sku and location
-	signals map[sigKey]struct{} // keys of the applied signal ids
+	items   map[item]int32 // the first series (channel) of a sku and location
+	signals sigSet         // keys of the applied signal ids
 	// A snapshot takes a view of the pages (view) and reads it without the lock; while it does
 	// (frozen), a write copies a page it changes that predates the view, and a series' data it
 	// changes in place.
@@ -407,7 +407,7 @@ type tenant struct {
 }
 
 func newTenant() *tenant {
-	return &tenant{ids: map[string]uint32{}, items: map[item]int32{}, signals: map[sigKey]struct{}{}}
+	return &tenant{ids: map[string]uint32{}, items: map[item]int32{}}
 }
 
 // at returns series i for reading.
