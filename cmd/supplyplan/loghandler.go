@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -21,12 +22,64 @@ type flatHandler struct {
 	w     io.Writer
 	mu    *sync.Mutex
 	next  slog.Handler
+	// second is the time of the last line down to its second, formatted (stampOf).
+	second *atomic.Pointer[stamp]
+}
+
+// stamp is a second's formatted date and time ("2006-01-02T15:04:05") and zone ("Z07:00"): lines
+// of the same second only append their fraction between the two. Formatting the whole time was a
+// quarter of a request line's cost.
+type stamp struct {
+	sec        int64
+	loc        *time.Location
+	head, zone []byte
+}
+
+func (h *flatHandler) stampOf(t time.Time) *stamp {
+	if s := h.second.Load(); s != nil && s.sec == t.Unix() && s.loc == t.Location() {
+		return s
+	}
+	s := &stamp{sec: t.Unix(), loc: t.Location(), head: t.AppendFormat(nil, "2006-01-02T15:04:05"), zone: t.AppendFormat(nil, "Z07:00")}
+	h.second.Store(s)
+	return s
+}
+
+// appendTime appends t as time.RFC3339Nano (JSON) or "2006-01-02T15:04:05.000Z07:00" (text)
+// formats it, slog's formats of a record's time.
+func (h *flatHandler) appendTime(b []byte, t time.Time) []byte {
+	if y := t.Year(); y < 0 || y > 9999 {
+		if h.json {
+			return t.AppendFormat(b, time.RFC3339Nano)
+		}
+		return t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	}
+	s := h.stampOf(t)
+	b = append(b, s.head...)
+	ns := t.Nanosecond()
+	if h.json {
+		if ns != 0 {
+			var frac [10]byte
+			frac[0] = '.'
+			for i, v := 9, ns; i > 0; i, v = i-1, v/10 {
+				frac[i] = byte('0' + v%10)
+			}
+			n := 10
+			for frac[n-1] == '0' {
+				n--
+			}
+			b = append(b, frac[:n]...)
+		}
+	} else {
+		ms := ns / 1e6
+		b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	}
+	return append(b, s.zone...)
 }
 
 // newFlatHandler returns a handler writing text or JSON lines to w at level and above.
 func newFlatHandler(w io.Writer, level slog.Leveler, format string) slog.Handler {
 	opts := &slog.HandlerOptions{Level: level}
-	h := &flatHandler{json: format == "json", level: level, w: w, mu: &sync.Mutex{}}
+	h := &flatHandler{json: format == "json", level: level, w: w, mu: &sync.Mutex{}, second: new(atomic.Pointer[stamp])}
 	if h.json {
 		h.next = slog.NewJSONHandler(w, opts)
 	} else {
@@ -60,14 +113,14 @@ func (h *flatHandler) Handle(ctx context.Context, r slog.Record) error {
 	b := (*bp)[:0]
 	if h.json {
 		b = append(b, `{"time":"`...)
-		b = r.Time.AppendFormat(b, time.RFC3339Nano)
+		b = h.appendTime(b, r.Time)
 		b = append(b, `","level":"`...)
 		b = append(b, r.Level.String()...)
 		b = append(b, `","msg":`...)
 		b = appendJSONString(b, r.Message)
 	} else {
 		b = append(b, "time="...)
-		b = r.Time.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = h.appendTime(b, r.Time)
 		b = append(b, " level="...)
 		b = append(b, r.Level.String()...)
 		b = append(b, " msg="...)
@@ -163,6 +216,15 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// textQuoted marks the ASCII bytes that make slog's TextHandler quote a string: space and control
+// characters, '=', '"' and DEL.
+var textQuoted = func() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = c <= ' ' || c == '=' || c == '"' || c == 0x7f
+	}
+	return t
+}()
+
 // appendTextString appends s as slog's TextHandler does: bare, or quoted when it is empty or holds
 // a space, '=', '"' or anything not printable.
 func appendTextString(b []byte, s string) []byte {
@@ -179,7 +241,7 @@ func textNeedsQuoting(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c <= ' ' || c == '=' || c == '"' || c == 0x7f {
+			if textQuoted[c] {
 				return true
 			}
 			i++

@@ -527,25 +527,37 @@ func TestFlatHandlerWritesWhatSlogWrites(t *testing.T) {
 	attrs := []slog.Attr{slog.String("requestId", "5f1c-1a"), slog.String("method", "GET"), slog.String("route", "/api/x/:id"),
 		slog.Int("status", 404), slog.Duration("duration", 412500*time.Nanosecond), slog.String("org", "org_1"),
 		slog.String("odd", "a b=\"c\"\n\t\\ é <&> \u2028 \x01"), slog.String("empty", ""), slog.Int("neg", -3)}
+	// Times of one second in a row (the handler keeps the formatted second), the same second in
+	// other zones, whole seconds, fractions with trailing zeros. (A request's time is the clock's:
+	// never zero, which slog leaves out, nor past 9999, which it marks as an error.)
+	times := []time.Time{at, at.Add(time.Millisecond), time.Date(2026, 11, 27, 16, 4, 5, 0, time.UTC),
+		time.Date(2026, 11, 27, 16, 4, 5, 120000000, time.UTC), time.Date(2026, 11, 27, 16, 4, 5, 999999999, time.UTC),
+		at.In(time.FixedZone("IST", 5*3600+1800)), at.In(time.FixedZone("X", -3*3600)), at.Local(),
+		time.Date(2026, 11, 27, 16, 4, 6, 1000, time.UTC), time.Date(1999, 12, 31, 23, 59, 59, 999000000, time.UTC)}
 	for _, format := range []string{"json", "text"} {
 		var fast, std bytes.Buffer
-		rec := slog.NewRecord(at, slog.LevelError, "request", 0)
-		rec.AddAttrs(attrs...)
-		if err := newFlatHandler(&fast, slog.LevelInfo, format).Handle(context.Background(), rec); err != nil {
-			t.Fatal(err)
-		}
+		fh := newFlatHandler(&fast, slog.LevelInfo, format)
 		var h slog.Handler = slog.NewJSONHandler(&std, nil)
 		if format == "text" {
 			h = slog.NewTextHandler(&std, nil)
 		}
-		_ = h.Handle(context.Background(), rec)
-		if fast.String() != std.String() {
-			t.Errorf("%s:\nfast %s\nslog %s", format, fast.String(), std.String())
+		for _, tm := range times {
+			fast.Reset()
+			std.Reset()
+			rec := slog.NewRecord(tm, slog.LevelError, "request", 0)
+			rec.AddAttrs(attrs...)
+			if err := fh.Handle(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+			_ = h.Handle(context.Background(), rec)
+			if fast.String() != std.String() {
+				t.Errorf("%s at %v:\nfast %s\nslog %s", format, tm, fast.String(), std.String())
+			}
 		}
 		// A record with another kind of value is slog's own line.
 		fast.Reset()
 		std.Reset()
-		rec = slog.NewRecord(at, slog.LevelInfo, "other", 0)
+		rec := slog.NewRecord(at, slog.LevelInfo, "other", 0)
 		rec.AddAttrs(slog.Bool("ok", true), slog.Float64("x", 1.5))
 		_ = newFlatHandler(&fast, slog.LevelInfo, format).Handle(context.Background(), rec)
 		_ = h.Handle(context.Background(), rec)
