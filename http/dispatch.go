@@ -50,8 +50,8 @@ func (d *dispatch) serve(ctx *fasthttp.RequestCtx, id []byte, r *Request) (rt *r
 		return nil, "", supplyplan.ENOTFOUND
 	}
 	// The context is its own object, not a part of the Request: a context derived from it
-	// (context.WithTimeout in a handler) has a goroutine of the standard library that may read it
-	// after the handler returned, when the Request already serves another request (Server.serve).
+	// (context.WithTimeout in a handler) keeps a reference to it that may outlive the handler,
+	// when the Request already serves another request (Server.handle).
 	arrived := r.start
 	if arrived.IsZero() {
 		arrived = time.Now()
