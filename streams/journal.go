@@ -97,6 +97,12 @@ type jreq struct {
 	rolledCovered *uint64
 }
 
+// rolledSegment is a segment that a snapshot's roll request found open, with that request.
+type rolledSegment struct {
+	seg *segment
+	req *jreq
+}
+
 type segment struct {
 	f         *os.File
 	first     uint64
@@ -306,6 +312,7 @@ func (j *Journal) commit(batch []jreq) {
 	touched := make([]*segment, 0, 4)
 	errs := map[string]error{}
 	var refused map[int]error    // appends out of sequence, by batch index
+	var rolled []rolledSegment   // segments that snapshots asked to roll
 	first := map[string]uint64{} // each stream's first entry in this batch
 	for i := range batch {
 		r := &batch[i]
@@ -339,8 +346,8 @@ func (j *Journal) commit(batch []jreq) {
 		case reqRoll:
 			if s := j.segs[r.stream]; s != nil {
 				s.needsRoll = true
-				if s.f != nil && s.lastSeq <= r.seq && r.rolledCovered != nil {
-					*r.rolledCovered = s.first + 1 // +1 so that zero means "none"
+				if s.f != nil && r.rolledCovered != nil {
+					rolled = append(rolled, rolledSegment{s, r})
 				}
 			} else if dir, err := j.streamDir(r.stream); err == nil {
 				// Nothing open: make the next append start a new segment rather than reopen the last.
@@ -359,6 +366,14 @@ func (j *Journal) commit(batch []jreq) {
 		}
 	}
 	j.flush(touched)
+	// Whether a rolled segment holds only entries the snapshot covers is known once the whole batch
+	// is placed: a segment with writes pending is not rolled mid-batch (segmentFor), so the entries
+	// after the roll in this batch may have gone into it too. Deciding at the roll deleted them.
+	for _, x := range rolled {
+		if x.seg.lastSeq <= x.req.seq {
+			*x.req.rolledCovered = x.seg.first + 1 // +1 so that zero means "none"
+		}
+	}
 	if m := j.cfg.Metrics; m != nil && len(touched) > 0 {
 		appends := 0
 		for i := range batch {
@@ -624,6 +639,11 @@ func (j *Journal) Load(stream string, onSnapshot func(seq uint64, data []byte) e
 			}
 			if seq <= res.LastSeq && res.Entries > 0 {
 				return fmt.Errorf("sequence went backwards at %d", seq)
+			}
+			if seq != res.LastSeq+1 {
+				// Entries are appended without gaps (a failed one is appended again before any after
+				// it): a gap is entries lost, and a state rebuilt over it would be silently wrong.
+				return fmt.Errorf("entry %d follows entry %d: the entries between them are missing", seq, res.LastSeq)
 			}
 			res.LastSeq = seq
 			res.Entries++

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -341,5 +342,68 @@ func TestJournalFailedEntryRefusesTheOnesAfterIt(t *testing.T) {
 	_, got, _ := loadAll(t, j, "s")
 	if want := []string{"1:one", "2:two again", "3:three again"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("entries %q, want %q", got, want)
+	}
+}
+
+// A snapshot's roll that reaches the committer in the same batch as the snapshot's own last
+// entry and entries after it: the entries after it stay in the segment being rolled (a segment
+// with writes pending is not rolled mid-batch), so that segment is not covered by the snapshot
+// and must not be deleted. The committer is held while the three are queued, so that it gathers
+// them into one batch (what a slow commit under load does).
+func TestJournalSnapshotRollInTheBatchOfLaterEntries(t *testing.T) {
+	dir := t.TempDir()
+	j := mustJournal(t, dir, 1<<20)
+	for i := uint64(1); i <= 4; i++ {
+		appendSync(t, j, "a", i, fmt.Sprintf("e%d", i))
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	j.Append("b", 1, []byte("x"), func(error) { close(held); <-release }) // holds the committer
+	<-held
+	appendAsync := func(seq uint64) chan error {
+		ch := make(chan error, 1)
+		j.Append("a", seq, []byte(fmt.Sprintf("e%d", seq)), func(err error) { ch <- err })
+		return ch
+	}
+	e5 := appendAsync(5)
+	snapped := make(chan error, 1)
+	go func() { snapped <- j.SaveSnapshot("a", 5, []byte("state@5")) }()
+	for deadline := time.Now().Add(10 * time.Second); len(j.reqs) < 2; { // entry 5 and the roll
+		if time.Now().After(deadline) {
+			t.Fatal("the snapshot's roll never reached the queue")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	e6 := appendAsync(6)
+	close(release)
+	for _, ch := range []chan error{e5, e6, snapped} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendSync(t, j, "a", 7, "e7")
+	_ = j.Close()
+
+	j2 := mustJournal(t, dir, 1<<20)
+	snap, got, res := loadAll(t, j2, "a")
+	if snap != "5:state@5" || fmt.Sprint(got) != "[6:e6 7:e7]" || res.LastSeq != 7 {
+		t.Fatalf("snap %q entries %v last %d: entry 6 was acknowledged", snap, got, res.LastSeq)
+	}
+}
+
+// Entries missing between two others make the load fail (naming them) rather than rebuild a state
+// without them.
+func TestJournalGapRefusesToLoad(t *testing.T) {
+	dir := t.TempDir()
+	j := mustJournal(t, dir, 0)
+	appendSync(t, j, "a", 1, "one")
+	appendSync(t, j, "a", 2, "two")
+	_ = j.Close()
+	j2 := mustJournal(t, dir, 0)
+	appendSync(t, j2, "a", 4, "four") // a fresh journal takes any first seq: 3 never written
+	_ = j2.Close()
+	j3 := mustJournal(t, dir, 0)
+	_, err := j3.Load("a", func(uint64, []byte) error { return nil }, func(uint64, []byte) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "entry 4 follows entry 2") {
+		t.Fatalf("load over a gap: %v", err)
 	}
 }
