@@ -126,6 +126,9 @@ type durable[S State] struct {
 	loadGen    uint64        // loads started (startLoad); a loadedMsg of an older one is dropped
 	seq        uint64        // newest entry appended
 	durableSeq atomic.Uint64 // newest entry known durable
+	// failedAppends counts the journal's failed appends of this stream: a snapshot is saved only
+	// if none failed between its capture and the barrier it waits for (entriesSettled).
+	failedAppends atomic.Uint64
 	sinceSnap  int
 	bytesSince int // payload bytes journaled since the last snapshot
 	lastSnap   int // size of the last snapshot this actor took
@@ -522,6 +525,7 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 	stream, engine, pid := d.stream, d.engine, d.pid
 	d.journal.Append(stream, seq, payload, func(jerr error) {
 		if jerr != nil {
+			d.failedAppends.Add(1)
 			done(supplyplan.Errorf(supplyplan.EUNAVAILABLE, "Write could not be made durable"))
 			engine.Send(pid, reloadMsg{})
 			return
@@ -543,7 +547,14 @@ func (d *durable[S]) commit(recs []supplyplan.Record, done func(error)) {
 
 // snapshot captures the state now and saves it on another goroutine (or inline when sync). With
 // viewSnapshots the encoding runs on that goroutine too, from a copy of the state's maps.
+//
+// The state captured may hold entries still waiting for their fsync: the snapshot is saved only
+// once they are durable, and not at all when one of them failed (entriesSettled). A snapshot saved
+// first held a write the journal then failed (its client told 503): the reload that follows a
+// failed append loaded it from the snapshot, and the stream's next seq no longer matched the
+// journal's, so every later write was refused and reloaded again until a restart.
 func (d *durable[S]) snapshot(sync bool) {
+	settled := d.entriesSettled()
 	if d.viewSnapshots {
 		if view, ok := snapshotView(d.state); ok {
 			d.idem.prune(d.clock())
@@ -552,6 +563,9 @@ func (d *durable[S]) snapshot(sync bool) {
 			d.sinceSnap, d.bytesSince = 0, 0
 			stream, j := d.stream, d.journal
 			save := func() (int, error) {
+				if err := settled(); err != nil {
+					return 0, err
+				}
 				if st, ok := j.(supplyplan.SnapshotStreamer); ok {
 					if snapshotEncodable(view) {
 						size, err := st.SaveSnapshotStream(stream, seq, func(w *bufio.Writer) error {
@@ -606,7 +620,11 @@ func (d *durable[S]) snapshot(sync bool) {
 	seq := d.seq
 	d.sinceSnap, d.bytesSince, d.lastSnap = 0, 0, len(data)
 	if sync {
-		if err := d.journal.SaveSnapshot(d.stream, seq, data); err != nil {
+		err := settled()
+		if err == nil {
+			err = d.journal.SaveSnapshot(d.stream, seq, data)
+		}
+		if err != nil {
 			d.snapshotFailed(err)
 		}
 		return
@@ -614,9 +632,38 @@ func (d *durable[S]) snapshot(sync bool) {
 	d.snapping = true
 	engine, pid, stream, j := d.engine, d.pid, d.stream, d.journal
 	go func() {
-		err := j.SaveSnapshot(stream, seq, data)
+		err := settled()
+		if err == nil {
+			err = j.SaveSnapshot(stream, seq, data)
+		}
 		engine.Send(pid, snapshotDoneMsg{err: err})
 	}()
+}
+
+// errSnapshotUnsettled: an entry the snapshot holds was not made durable; it is not saved.
+var errSnapshotUnsettled = errors.New("an entry it holds failed to be made durable; the reload that follows rebuilds the state without it")
+
+// entriesSettled is called in the actor when a snapshot captures the state; the function it
+// returns waits (off the actor, or in it for a drain's final snapshot: the committer never waits
+// for the actor) until every entry appended before is durable, and fails when an append of the
+// stream failed since the capture.
+func (d *durable[S]) entriesSettled() func() error {
+	failed := d.failedAppends.Load()
+	if d.durableSeq.Load() >= d.seq {
+		return func() error { return nil } // nothing in flight
+	}
+	stream, j := d.stream, d.journal
+	return func() error {
+		ch := make(chan error, 1)
+		j.Barrier(stream, func(err error) { ch <- err })
+		if err := <-ch; err != nil {
+			return fmt.Errorf("wait for the entries it holds: %w", err)
+		}
+		if d.failedAppends.Load() != failed {
+			return errSnapshotUnsettled
+		}
+		return nil
+	}
 }
 
 // drain answers once every earlier write is durable, taking a final snapshot on the way.
@@ -736,6 +783,10 @@ func (c *txCall[S, T]) wait() (T, error) {
 // partition (a node that lost it while paused; the new owner snapshots the state from now on, so
 // nothing needs an operator), at ERROR otherwise.
 func (d *durable[S]) snapshotFailed(err error) {
+	if errors.Is(err, errSnapshotUnsettled) {
+		d.log.Warn("snapshot not saved", "stream", d.stream, "err", err)
+		return
+	}
 	if errors.Is(err, supplyplan.ErrFenced) {
 		d.log.Warn("snapshot not saved: a newer owner took the partition", "stream", d.stream, "err", err)
 		return

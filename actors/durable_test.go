@@ -353,6 +353,71 @@ func TestDurableReloadsAfterAFailedAppend(t *testing.T) {
 	}
 }
 
+// A snapshot taken while its newest entry waits for the journal is saved only once that entry is
+// durable, and not at all when the journal fails it: saved at once, it held the failed write, the
+// reload after the failure loaded it back (a write answered 503 was kept), and the stream's next
+// seq no longer matched the journal's, so every later write failed too.
+func TestDurableSnapshotWaitsForItsEntries(t *testing.T) {
+	j := newMemJournal()
+	e, pid := startNotes(t, j, 1) // a snapshot at every write the size policy allows
+	ctx := ctxFor(t, 5*time.Second)
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("a", "kept")); err != nil {
+		t.Fatal(err)
+	}
+	snapSeq := func() uint64 {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		return j.stream("notes").snapSeq
+	}
+	wait.Eventually(t, 5*time.Second, func() error {
+		if snapSeq() != 1 {
+			return errors.New("no snapshot of the first write yet")
+		}
+		return nil
+	})
+	j.set(func(j *memJournal) { j.hold, j.failNext = true, 1 })
+	lost := make(chan error, 1)
+	go func() {
+		_, err := ask(ctx, bareEngine{e}, pid, putNote("lost", strings.Repeat("x", 1000))) // past the size policy
+		lost <- err
+	}()
+	// The failed append's completion is held, and then either the snapshot was saved (the bug) or
+	// its barrier waits behind that completion.
+	wait.Eventually(t, 5*time.Second, func() error {
+		j.mu.Lock()
+		held := len(j.held)
+		j.mu.Unlock()
+		if held < 2 && snapSeq() != 2 {
+			return fmt.Errorf("%d completions held, snapshot at %d", held, snapSeq())
+		}
+		return nil
+	})
+	j.release()
+	if err := <-lost; supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
+		t.Fatalf("the failed write: %v, want EUNAVAILABLE", err)
+	}
+	if snapSeq() != 1 {
+		t.Fatalf("a snapshot of entry %d was saved over a failed entry", snapSeq())
+	}
+	wait.Eventually(t, 5*time.Second, func() error {
+		m, err := ask(ctx, bareEngine{e}, pid, readNotes)
+		if err != nil {
+			return err
+		}
+		if _, ok := m["lost"]; ok {
+			return errors.New("the failed write is in memory")
+		}
+		return nil
+	})
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("next", "y")); err != nil {
+		t.Fatalf("a write after the failed one: %v", err)
+	}
+	m, err := ask(ctx, bareEngine{e}, pid, readNotes)
+	if err != nil || len(m) != 2 || m["a"] != "kept" || m["next"] != "y" {
+		t.Fatalf("state %v, %v; want a and next", m, err)
+	}
+}
+
 // A panic in a transaction answers 500 and reloads the state; the actor keeps serving.
 func TestDurableRecoversFromAPanic(t *testing.T) {
 	j := newMemJournal()
