@@ -270,6 +270,11 @@ type BillingState struct {
 	// OutboxState holds the platform's pending domain events (subscription.updated,
 	// ops.payment_failed).
 	OutboxState
+
+	// auditByOrg lists each organization's audit entry ids, oldest first: what the cap of
+	// MaxBillingAudit entries per organization is kept with. Built on first use (a snapshot fills
+	// BillingAudit without Apply), then kept by Apply.
+	auditByOrg map[string][]string
 }
 
 func (b *BillingState) initBilling() {
@@ -295,7 +300,7 @@ func (b *BillingState) applyBilling(r Record) (bool, error) {
 	case KindBilling:
 		return true, putValue(b.Billing, r)
 	case KindBillingAudit:
-		return true, putValue(b.BillingAudit, r)
+		return true, b.applyAudit(r)
 	case KindPaymentEventSeen:
 		return true, putValue(b.PaymentEvents, r)
 	case KindPaymentUnmatched:
@@ -306,9 +311,84 @@ func (b *BillingState) applyBilling(r Record) (bool, error) {
 	return false, nil
 }
 
+// applyAudit applies a billing audit record and keeps the index by organization.
+func (b *BillingState) applyAudit(r Record) error {
+	old, existed := b.BillingAudit[r.ID]
+	if err := putValue(b.BillingAudit, r); err != nil {
+		return err
+	}
+	if b.auditByOrg == nil {
+		return nil // built from the map when first needed
+	}
+	if existed {
+		ids := b.auditByOrg[old.OrganizationID]
+		if i, ok := slices.BinarySearch(ids, r.ID); ok {
+			ids = slices.Delete(ids, i, i+1)
+		}
+		if len(ids) == 0 {
+			delete(b.auditByOrg, old.OrganizationID)
+		} else {
+			b.auditByOrg[old.OrganizationID] = ids
+		}
+	}
+	if !r.Del {
+		org := b.BillingAudit[r.ID].OrganizationID
+		ids := b.auditByOrg[org]
+		if i, found := slices.BinarySearch(ids, r.ID); !found {
+			b.auditByOrg[org] = slices.Insert(ids, i, r.ID) // ids grow with time: i is the end
+		}
+	}
+	return nil
+}
+
+// auditIndex returns auditByOrg, built from BillingAudit the first time.
+func (b *BillingState) auditIndex() map[string][]string {
+	if b.auditByOrg == nil {
+		b.auditByOrg = map[string][]string{}
+		for id, e := range b.BillingAudit {
+			b.auditByOrg[e.OrganizationID] = append(b.auditByOrg[e.OrganizationID], id)
+		}
+		for _, ids := range b.auditByOrg {
+			slices.Sort(ids)
+		}
+	}
+	return b.auditByOrg
+}
+
+// auditOverflow returns the deletions that keep each organization's audit log at MaxBillingAudit
+// entries once recs (which add entries) are applied: its oldest entries go.
+func (b *BillingState) auditOverflow(recs []Record) []Record {
+	var added map[string]int
+	for _, r := range recs {
+		if e, ok := r.Value.(*BillingAuditEntry); ok && r.Kind == KindBillingAudit && !r.Del {
+			if added == nil {
+				added = map[string]int{}
+			}
+			added[e.OrganizationID]++
+		}
+	}
+	var dels []Record
+	for org, n := range added {
+		ids := b.auditIndex()[org]
+		for i := 0; i < len(ids)+n-MaxBillingAudit && i < len(ids); i++ {
+			dels = append(dels, Del(KindBillingAudit, ids[i]))
+		}
+	}
+	return dels
+}
+
 // PaymentEventRetention is how long applied event ids are remembered (the provider retries for
 // up to three days).
 const PaymentEventRetention = 35 * 24 * time.Hour
+
+// MaxBillingAudit is how many billing audit entries an organization keeps: the newest (a handful
+// of events a month per organization: the log covers years, and no longer grows with every
+// event).
+const MaxBillingAudit = 1000
+
+// UnmatchedPaymentRetention is how long an event naming no known organization waits for a
+// subscription event that ties its customer to one; older, it is dropped unapplied.
+const UnmatchedPaymentRetention = 90 * 24 * time.Hour
 
 // PaymentResult says what an inbound event did.
 type PaymentResult struct {
@@ -347,7 +427,7 @@ func (s *PlatformState) ApplyPaymentEvent(ev PaymentEvent, plans PlansConfig, no
 	if _, seen := s.Unmatched[ev.ID]; seen {
 		return PaymentResult{Status: "unmatched", Message: "event already received; waiting for its organization"}, nil, nil
 	}
-	var recs []Record
+	var recs, expired []Record
 	seenAt := now
 	recs = append(recs, Put(KindPaymentEventSeen, ev.ID, &seenAt))
 	for id, at := range s.PaymentEvents { // forget ids past the retention
@@ -355,6 +435,12 @@ func (s *PlatformState) ApplyPaymentEvent(ev PaymentEvent, plans PlansConfig, no
 			recs = append(recs, Del(KindPaymentEventSeen, id))
 		}
 	}
+	for id, u := range s.Unmatched { // and events that waited too long for their organization
+		if unmatchedExpired(u, now) {
+			expired = append(expired, Del(KindPaymentUnmatched, id))
+		}
+	}
+	recs = append(recs, expired...)
 	switch ev.Type {
 	case PaySubscriptionCreated, PaySubscriptionUpdated, PaySubscriptionDeleted, PayInvoicePaid, PayInvoiceFailed:
 	default:
@@ -368,7 +454,7 @@ func (s *PlatformState) ApplyPaymentEvent(ev PaymentEvent, plans PlansConfig, no
 		}
 		u := UnmatchedPayment{CustomerID: cust, Payment: &ev, ReceivedAt: now}
 		return PaymentResult{Status: "unmatched", Message: "no organization matches yet; kept until customer " + cust + " is known"},
-			[]Record{Put(KindPaymentUnmatched, ev.ID, &u)}, nil
+			append(expired, Put(KindPaymentUnmatched, ev.ID, &u)), nil
 	}
 	st := &paymentTx{s: s, plans: plans, now: now, billing: map[string]*BillingRecord{}, orgs: map[string]*Organization{}}
 	res := st.apply(ev, orgID)
@@ -381,7 +467,7 @@ func (s *PlatformState) ApplyPaymentEvent(ev PaymentEvent, plans PlansConfig, no
 		}
 		var waiting []waitingEvent
 		for id, u := range s.Unmatched {
-			if u.CustomerID == b.CustomerID {
+			if u.CustomerID == b.CustomerID && !unmatchedExpired(u, now) {
 				waiting = append(waiting, waitingEvent{id, u.Payment})
 			}
 		}
@@ -408,7 +494,12 @@ func (s *PlatformState) ApplyPaymentEvent(ev PaymentEvent, plans PlansConfig, no
 	for id, o := range st.orgs {
 		recs = append(recs, Put(KindOrganization, id, o))
 	}
-	return res, recs, nil
+	return res, append(recs, s.auditOverflow(recs)...), nil
+}
+
+// unmatchedExpired reports whether an unmatched event waited past UnmatchedPaymentRetention.
+func unmatchedExpired(u *UnmatchedPayment, now time.Time) bool {
+	return now.Sub(u.ReceivedAt) > UnmatchedPaymentRetention
 }
 
 func (s *PlatformState) matchOrg(ev PaymentEvent) string {

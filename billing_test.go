@@ -368,3 +368,102 @@ func TestUnmatchedPaymentOfAnEarlierVersion(t *testing.T) {
 		t.Fatalf("%d ops alerts, want the legacy failure's", opsAlerts(out))
 	}
 }
+
+// An organization's billing audit log keeps its newest MaxBillingAudit entries, also across a
+// snapshot (the index by organization is rebuilt from the state), and an event that waited
+// UnmatchedPaymentRetention for its organization is dropped unapplied.
+func TestBillingRetention(t *testing.T) {
+	st := supplyplan.NewPlatformState()
+	now := time.Unix(1_700_000_000, 0).UTC()
+	var orgs []string
+	for _, name := range []string{"acme", "other"} {
+		org, recs, _ := st.CreateOrg(supplyplan.OrganizationInput{Name: strp(name), Slug: strp(name)}, now)
+		for _, r := range recs {
+			if err := st.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		orgs = append(orgs, org.ID)
+	}
+	plans := supplyplan.DefaultPlans()
+	apply := func(body []byte) supplyplan.PaymentResult {
+		t.Helper()
+		ev, err := stripe.ParseEvent(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, recs, err := st.ApplyPaymentEvent(ev, plans, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if err := st.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return res
+	}
+	update := func(org string, i int) {
+		t.Helper()
+		if r := apply(payEvent(fmt.Sprintf("evt_%s_%d", org, i), supplyplan.PaySubscriptionUpdated, int64(1000+i),
+			subObj(org, "cus_"+org, "price_growth_monthly", "active"))); r.Status != "applied" {
+			t.Fatalf("event %d: %+v", i, r)
+		}
+	}
+	audit := func(org string) []supplyplan.BillingAuditEntry {
+		v, err := st.BillingOf(org)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.AuditLog
+	}
+	update(orgs[1], 0)
+	for i := range supplyplan.MaxBillingAudit - 2 {
+		update(orgs[0], i)
+	}
+	// A snapshot: the state goes through JSON and the index is built again from its entries.
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = supplyplan.NewPlatformState()
+	if err := json.Unmarshal(b, st); err != nil {
+		t.Fatal(err)
+	}
+	for i := supplyplan.MaxBillingAudit - 2; i < supplyplan.MaxBillingAudit+5; i++ {
+		update(orgs[0], i)
+	}
+	log := audit(orgs[0])
+	if len(log) != supplyplan.MaxBillingAudit {
+		t.Fatalf("%d audit entries, want %d", len(log), supplyplan.MaxBillingAudit)
+	}
+	if newest, oldest := log[0].EventID, log[len(log)-1].EventID; newest != fmt.Sprintf("evt_%s_%d", orgs[0], supplyplan.MaxBillingAudit+4) ||
+		oldest != fmt.Sprintf("evt_%s_5", orgs[0]) {
+		t.Fatalf("audit log from %s to %s", oldest, newest)
+	}
+	if len(audit(orgs[1])) != 1 {
+		t.Fatalf("the other organization's log: %d entries", len(audit(orgs[1])))
+	}
+
+	// An invoice for a customer nobody knows waits; past the retention it is dropped.
+	if r := apply(payEvent("evt_early", supplyplan.PayInvoiceFailed, 5000, map[string]any{"id": "in_9", "customer": "cus_late", "amount_due": 100, "currency": "usd"})); r.Status != "unmatched" {
+		t.Fatalf("early invoice: %+v", r)
+	}
+	now = now.Add(supplyplan.UnmatchedPaymentRetention + time.Hour)
+	if r := apply(payEvent("evt_other", supplyplan.PayInvoicePaid, 5001, map[string]any{"id": "in_8", "customer": "cus_nobody", "amount_paid": 100, "currency": "usd"})); r.Status != "unmatched" {
+		t.Fatalf("another unmatched invoice: %+v", r)
+	}
+	if _, ok := st.Unmatched["evt_early"]; ok || len(st.Unmatched) != 1 {
+		t.Fatalf("unmatched after the retention: %d, evt_early kept %v", len(st.Unmatched), ok)
+	}
+	late, recs, _ := st.CreateOrg(supplyplan.OrganizationInput{Name: strp("late"), Slug: strp("late")}, now)
+	for _, r := range recs {
+		if err := st.Apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(payEvent("evt_sub", supplyplan.PaySubscriptionCreated, 6000, subObj(late.ID, "cus_late", "price_growth_monthly", "active")))
+	if b := st.Billing[late.ID]; b.FailedPayments != 0 {
+		t.Fatalf("the expired failure applied: %+v", b)
+	}
+}
