@@ -122,9 +122,11 @@ type DemandAggregate struct {
 type DemandStore interface {
 	// UpsertWeeks replaces the imported values of the given weeks (last write wins).
 	UpsertWeeks(ctx context.Context, orgID string, rows []DemandRow) error
-	// AddSignals adds each signal's quantity to its week. fresh[i] is false when signals[i].SignalID
-	// was already applied (then nothing changes for it).
-	AddSignals(ctx context.Context, orgID string, signals []DemandSignal) (fresh []bool, err error)
+	// AddSignals adds each signal's quantity to its week and says what became of each (in order):
+	// SignalWritten, SignalSeen when its SignalID was applied before, SignalTooLate when its week is
+	// more than SignalDedupWeeks before the newest week of the organization's signals applied before
+	// the call (SignalFloor); nothing changes for the last two.
+	AddSignals(ctx context.Context, orgID string, signals []DemandSignal) ([]SignalWrite, error)
 	// Series returns the weeks of one series in [from, to] (zero = unbounded), oldest first. Weeks
 	// without data are absent. Channel ChannelAll sums every channel.
 	Series(ctx context.Context, orgID string, key DemandKey, from, to time.Time) ([]WeekValue, error)
@@ -139,4 +141,28 @@ type DemandStore interface {
 	// Aggregate sums actual and forecasted demand over the query's rows, grouped as asked.
 	Aggregate(ctx context.Context, orgID string, q DemandQuery) ([]DemandAggregate, error)
 	Close() error
+}
+
+// SignalWrite is what a demand store did with one signal (DemandStore.AddSignals).
+type SignalWrite uint8
+
+// What a demand store did with a signal. The zero value is invalid.
+const (
+	SignalWritten SignalWrite = iota + 1 // added to its week
+	SignalSeen                           // its SignalID was applied before: nothing changed
+	SignalTooLate                        // its week is before SignalFloor: refused, nothing changed
+)
+
+// SignalDedupWeeks is how many weeks before the newest week of an organization's signals a signal
+// is still accepted. A demand store remembers the ids of the signals of those weeks only (so that
+// its memory grows with the signal rate times the window, not with every signal ever applied) and
+// refuses an older signal rather than apply it without knowing whether it was applied before.
+// Both stores decide by the same rule, from the signals they applied (never the clock), so a
+// replay decides what the live write decided.
+const SignalDedupWeeks = 13
+
+// SignalFloor returns the Monday of the oldest week a signal may fall in when newestWeek is the
+// Monday of the newest week of the organization's applied signals.
+func SignalFloor(newestWeek time.Time) time.Time {
+	return newestWeek.AddDate(0, 0, -7*SignalDedupWeeks)
 }

@@ -52,7 +52,13 @@ const (
 	RejectUnknownTenant   = "UNKNOWN_TENANT"   // no organization with that id
 	RejectUnknownProduct  = "UNKNOWN_PRODUCT"  // the organization has no such SKU
 	RejectUnknownLocation = "UNKNOWN_LOCATION" // the organization has no such location
+	RejectLateSignal      = "LATE_SIGNAL"      // its week is before the dedup window (SignalDedupWeeks)
 )
+
+// MaxSignalLead is how far after the clock a signal's occurredAt may be: a signal dated far ahead
+// would move the organization's dedup window (SignalDedupWeeks) with it and make every signal of
+// today late.
+const MaxSignalLead = 24 * time.Hour
 
 // SignalOutcome is the result for one signal.
 type SignalOutcome struct {
@@ -112,6 +118,8 @@ func normalizeSignal(s *DemandSignal, checkUTF8 bool) error {
 		bad("occurredAt", "is required: an ISO date-time "+TimeRange)
 	} else if !InTimeRange(s.OccurredAt) {
 		bad("occurredAt", TimeMessage)
+	} else if s.OccurredAt.After(time.Now().Add(MaxSignalLead)) {
+		bad("occurredAt", "is more than a day in the future")
 	}
 	if details != nil {
 		return &Error{Code: EVALIDATION, Message: "invalid demand signal", Details: details}

@@ -58,17 +58,24 @@ func (s *TenantState) ResolveSignals(signals []DemandSignal, out []SignalOutcome
 	return valid, slot
 }
 
-// SignalOutcomes sets the outcome of each written signal from the store's answer (fresh[j] for
-// the signal at out[slot[j]]): SignalApplied, or SignalDuplicate for a signal id seen before. It
-// returns how many were applied.
-func SignalOutcomes(out []SignalOutcome, slot []int, fresh []bool) (applied int) {
+// SignalOutcomes sets the outcome of each written signal from the store's answer (writes[j] for
+// the signal at out[slot[j]]): SignalApplied, SignalDuplicate for a signal id seen before, or
+// SignalRejected with RejectLateSignal for a signal older than the dedup window. It returns how
+// many were applied.
+func SignalOutcomes(out []SignalOutcome, slot []int, writes []SignalWrite) (applied int) {
 	for j, i := range slot {
-		if fresh[j] {
+		switch writes[j] {
+		case SignalWritten:
 			out[i] = SignalOutcome{Status: SignalApplied}
 			applied++
-		} else {
+		case SignalSeen:
 			out[i] = SignalOutcome{Status: SignalDuplicate}
+		default:
+			out[i] = Rejected(RejectLateSignal, lateSignalMessage)
 		}
 	}
 	return applied
 }
+
+var lateSignalMessage = fmt.Sprintf("occurredAt is in a week more than %d weeks before the newest week of the organization's signals: "+
+	"its id is no longer remembered, so it is refused rather than risk counting it twice (send it as demand history instead)", SignalDedupWeeks)

@@ -6,7 +6,7 @@ import (
 )
 
 // The tenant resolves a signal's product by id or SKU and rejects unknown products and
-// locations; the store's answer makes each resolved signal APPLIED or DUPLICATE.
+// locations; the store's answer makes each resolved signal APPLIED, DUPLICATE or REJECTED (late).
 func TestResolveSignalsAndOutcomes(t *testing.T) {
 	st := NewTenantState("org")
 	applyAll(t, st, []Record{Put(KindProduct, "prd_1", &Product{ID: "prd_1", SKU: "SKU-1"}), Put(KindLocation, "L1", &Location{ID: "L1"})})
@@ -28,7 +28,11 @@ func TestResolveSignalsAndOutcomes(t *testing.T) {
 	if out[1].Status != SignalRejected || out[1].Reason != RejectUnknownProduct || out[2].Reason != RejectUnknownLocation {
 		t.Fatalf("outcomes %+v", out)
 	}
-	if n := SignalOutcomes(out, slot, []bool{true, false}); n != 1 || out[0].Status != SignalApplied || out[3].Status != SignalDuplicate {
+	if n := SignalOutcomes(out, slot, []SignalWrite{SignalWritten, SignalSeen}); n != 1 || out[0].Status != SignalApplied || out[3].Status != SignalDuplicate {
+		t.Fatalf("%d applied, outcomes %+v", n, out)
+	}
+	if n := SignalOutcomes(out, slot, []SignalWrite{SignalTooLate, SignalWritten}); n != 1 || out[0].Status != SignalRejected ||
+		out[0].Reason != RejectLateSignal || out[0].Message == "" || out[3].Status != SignalApplied {
 		t.Fatalf("%d applied, outcomes %+v", n, out)
 	}
 }

@@ -34,6 +34,7 @@ func TestNormalizeSignal(t *testing.T) {
 		{"quantity", func(s *DemandSignal) { s.Quantity = math.NaN() }},
 		{"quantity", func(s *DemandSignal) { s.Quantity = math.Inf(-1) }},
 		{"occurredAt", func(s *DemandSignal) { s.OccurredAt = time.Time{} }},
+		{"occurredAt", func(s *DemandSignal) { s.OccurredAt = time.Now().Add(MaxSignalLead + time.Hour) }},
 	}
 	for _, tt := range tests {
 		s := valid()

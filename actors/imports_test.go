@@ -39,7 +39,7 @@ func (f *flakyDemand) written() int {
 	return f.rows
 }
 
-func (f *flakyDemand) AddSignals(context.Context, string, []supplyplan.DemandSignal) ([]bool, error) {
+func (f *flakyDemand) AddSignals(context.Context, string, []supplyplan.DemandSignal) ([]supplyplan.SignalWrite, error) {
 	return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "not in this test")
 }
 func (f *flakyDemand) Series(context.Context, string, supplyplan.DemandKey, time.Time, time.Time) ([]supplyplan.WeekValue, error) {

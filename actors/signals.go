@@ -57,11 +57,11 @@ func (s *Signals) ApplySignals(ctx context.Context, orgID string, signals []supp
 	}
 	// Concurrent calls for one tenant are fine: the store orders and deduplicates the writes of an
 	// organization itself (see signal_path.go in the root package).
-	fresh, err := s.demand.AddSignals(ctx, orgID, r.valid)
+	writes, err := s.demand.AddSignals(ctx, orgID, r.valid)
 	if err != nil {
 		return nil, fmt.Errorf("add demand signals: %w", err)
 	}
-	if supplyplan.SignalOutcomes(out, r.slot, fresh) > 0 {
+	if supplyplan.SignalOutcomes(out, r.slot, writes) > 0 {
 		if s.forecasts != nil {
 			s.forecasts.demandChanged(orgID)
 		}

@@ -52,7 +52,7 @@ type ClickHouseStore struct {
 	version atomic.Uint64 // last version handed out
 
 	orgMu    sync.Mutex
-	orgLocks map[string]*sync.Mutex // serializes AddSignals' read-then-write per organization
+	orgLocks map[string]*orgSignals // serializes AddSignals' read-then-write per organization
 
 	quarantined atomic.Int64 // weeks out of bounds found by the check Open starts
 	checked     atomic.Bool  // that check finished
@@ -82,7 +82,7 @@ func NewClickHouseStore(cfg ClickHouseConfig) *ClickHouseStore {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &ClickHouseStore{cfg: cfg, log: cfg.Logger, orgLocks: map[string]*sync.Mutex{},
+	return &ClickHouseStore{cfg: cfg, log: cfg.Logger, orgLocks: map[string]*orgSignals{},
 		weeks:   cfg.Database + "." + cfg.TablePrefix + "demand_weeks",
 		signals: cfg.Database + "." + cfg.TablePrefix + "demand_signals"}
 }
@@ -319,94 +319,143 @@ func (s *ClickHouseStore) insertColumns(ctx context.Context, query, action strin
 	return nil
 }
 
-func (s *ClickHouseStore) orgLock(orgID string) *sync.Mutex {
+// orgSignals is an organization's signal writer: its lock, and the newest week of its applied
+// signals (the end of its dedup window, supplyplan.SignalDedupWeeks), read from the table once.
+type orgSignals struct {
+	mu     sync.Mutex
+	loaded bool // newest and has were read
+	has    bool
+	newest int32 // Unix day of the newest week
+}
+
+func (s *ClickHouseStore) orgLock(orgID string) *orgSignals {
 	s.orgMu.Lock()
 	defer s.orgMu.Unlock()
 	m := s.orgLocks[orgID]
 	if m == nil {
-		m = new(sync.Mutex)
+		m = new(orgSignals)
 		s.orgLocks[orgID] = m
 	}
 	return m
 }
 
-// AddSignals inserts the signals whose ids the organization has not seen. The service has one
-// writer per organization; within this process the check and the insert are serialized per
-// organization, and FINAL on (org, signal_id) keeps a signal from counting twice even if two
-// writers raced.
-func (s *ClickHouseStore) AddSignals(ctx context.Context, orgID string, signals []supplyplan.DemandSignal) ([]bool, error) {
+// AddSignals inserts the signals whose ids the organization has not seen and whose week is within
+// its dedup window, judged record by record as the embedded store does (maxRecordItems signals;
+// each against the window in force when it starts). The service has one writer per organization;
+// within this process the check and the insert are serialized per organization, and FINAL on
+// (org, signal_id) keeps a signal from counting twice even if two writers raced. The ids stay on
+// disk, so the window here bounds nothing: it is there so that both stores refuse the same
+// signals.
+func (s *ClickHouseStore) AddSignals(ctx context.Context, orgID string, signals []supplyplan.DemandSignal) ([]supplyplan.SignalWrite, error) {
 	if err := validateSignals(orgID, signals); err != nil {
 		return nil, err
 	}
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	fresh := make([]bool, len(signals))
+	writes := make([]supplyplan.SignalWrite, len(signals))
 	if len(signals) == 0 {
-		return fresh, nil
+		return writes, nil
 	}
-	mu := s.orgLock(orgID)
-	mu.Lock()
-	defer mu.Unlock()
+	o := s.orgLock(orgID)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.loaded {
+		var n uint64
+		var newest time.Time
+		if err := s.conn.QueryRow(ctx, "SELECT count(), max(week) FROM "+s.signals+" WHERE org = @org",
+			clickhouse.Named("org", orgID)).Scan(&n, &newest); err != nil {
+			return nil, fmt.Errorf("read the newest signal week: %w", err)
+		}
+		o.has, o.newest, o.loaded = n > 0, weekDay(newest), true
+	}
+	for start := 0; start < len(signals); start += maxRecordItems {
+		end := min(len(signals), start+maxRecordItems)
+		if err := s.addSignalRecord(ctx, orgID, o, signals[start:end], writes[start:end]); err != nil {
+			return nil, err
+		}
+	}
+	return writes, nil
+}
 
+// addSignalRecord writes what the embedded store writes as one record: every signal judged against
+// the window in force when it starts, which then moves to the newest week written.
+func (s *ClickHouseStore) addSignalRecord(ctx context.Context, orgID string, o *orgSignals, signals []supplyplan.DemandSignal, writes []supplyplan.SignalWrite) error {
+	floor := signalFloor(o.newest)
 	ids, err := ext.NewTable("wanted_ids", ext.Column("id", "String"))
 	if err != nil {
-		return nil, fmt.Errorf("check signal ids: %w", err)
+		return fmt.Errorf("check signal ids: %w", err)
 	}
 	seen := make(map[string]bool, len(signals))
 	for i := range signals {
+		if o.has && weekDay(signals[i].OccurredAt) < floor {
+			writes[i] = supplyplan.SignalTooLate
+			continue
+		}
 		if _, ok := seen[signals[i].SignalID]; !ok {
 			seen[signals[i].SignalID] = false
 			if err := ids.Append(signals[i].SignalID); err != nil {
-				return nil, fmt.Errorf("check signal ids: %w", err)
+				return fmt.Errorf("check signal ids: %w", err)
 			}
 		}
 	}
-	rows, err := s.conn.Query(clickhouse.Context(ctx, clickhouse.WithExternalTable(ids)),
-		"SELECT signal_id FROM "+s.signals+" WHERE org = @org AND signal_id IN (SELECT id FROM wanted_ids)",
-		clickhouse.Named("org", orgID))
-	if err != nil {
-		return nil, fmt.Errorf("check signal ids: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("check signal ids: %w", err)
+	if len(seen) > 0 {
+		rows, err := s.conn.Query(clickhouse.Context(ctx, clickhouse.WithExternalTable(ids)),
+			"SELECT signal_id FROM "+s.signals+" WHERE org = @org AND signal_id IN (SELECT id FROM wanted_ids)",
+			clickhouse.Named("org", orgID))
+		if err != nil {
+			return fmt.Errorf("check signal ids: %w", err)
 		}
-		seen[id] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("check signal ids: %w", err)
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("check signal ids: %w", err)
+			}
+			seen[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("check signal ids: %w", err)
+		}
 	}
 
 	var org, id, sku, loc, ch []string
 	var week, at []time.Time
 	var qty []float64
+	newest, has := o.newest, o.has
 	for i := range signals {
 		sg := &signals[i]
+		if writes[i] == supplyplan.SignalTooLate {
+			continue
+		}
 		if seen[sg.SignalID] {
-			continue // applied before, or earlier in this call
+			writes[i] = supplyplan.SignalSeen // applied before, or earlier in this call
+			continue
 		}
 		seen[sg.SignalID] = true
-		fresh[i] = true
+		writes[i] = supplyplan.SignalWritten
 		org, id, sku, loc, ch = append(org, orgID), append(id, sg.SignalID), append(sku, sg.SKU), append(loc, sg.Location),
 			append(ch, normChannel(sg.Channel))
-		week = append(week, supplyplan.WeekStart(sg.OccurredAt))
+		wd := weekDay(sg.OccurredAt)
+		week = append(week, dayTime(wd))
 		at = append(at, sg.OccurredAt.UTC())
 		qty = append(qty, sg.Quantity)
+		if !has || wd > newest {
+			newest, has = wd, true
+		}
 	}
 	if len(id) == 0 {
-		return fresh, nil
+		return nil
 	}
 	err = s.insertColumns(ctx, "INSERT INTO "+s.signals+
 		" (org, signal_id, sku, location, channel, week, quantity, occurred_at)",
 		"insert demand signals", org, id, sku, loc, ch, week, qty, at)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return fresh, nil
+	o.newest, o.has = newest, has
+	return nil
 }
 
 // cellsSQL selects the cells of @org that match cond, one row per (series, week), as

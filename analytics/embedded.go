@@ -74,7 +74,7 @@ type EmbeddedStore struct {
 
 type writeReq struct {
 	buf   []byte // frames
-	fresh []bool // AddSignals: filled by apply
+	writes []supplyplan.SignalWrite // AddSignals: filled by apply
 	done  chan error
 }
 
@@ -193,18 +193,18 @@ func (s *EmbeddedStore) UpsertWeeks(ctx context.Context, orgID string, rows []su
 }
 
 // AddSignals adds each new signal to its week; it returns once they are durable.
-func (s *EmbeddedStore) AddSignals(ctx context.Context, orgID string, signals []supplyplan.DemandSignal) ([]bool, error) {
+func (s *EmbeddedStore) AddSignals(ctx context.Context, orgID string, signals []supplyplan.DemandSignal) ([]supplyplan.SignalWrite, error) {
 	if err := validateSignals(orgID, signals); err != nil {
 		return nil, err
 	}
 	if len(signals) == 0 {
-		return []bool{}, nil
+		return []supplyplan.SignalWrite{}, nil
 	}
-	r := &writeReq{buf: encodeSignals(make([]byte, 0, 64+len(signals)*48), orgID, signals), fresh: make([]bool, 0, len(signals))}
+	r := &writeReq{buf: encodeSignals(make([]byte, 0, 64+len(signals)*48), orgID, signals), writes: make([]supplyplan.SignalWrite, 0, len(signals))}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, err
 	}
-	return r.fresh, nil
+	return r.writes, nil
 }
 
 // submit hands r to the committer and waits for its outcome.
@@ -293,7 +293,7 @@ func (s *EmbeddedStore) commit(batch []*writeReq) {
 	}
 	for _, r := range batch {
 		if err == nil {
-			if aerr := s.applyFrames(r.buf, &r.fresh); aerr != nil {
+			if aerr := s.applyFrames(r.buf, &r.writes); aerr != nil {
 				s.failed = fmt.Errorf("apply demand record: %w", aerr)
 				s.log.Error("demand store: applying a written record failed", "err", aerr)
 				r.buf = nil
@@ -307,7 +307,7 @@ func (s *EmbeddedStore) commit(batch []*writeReq) {
 }
 
 // applyFrames applies every frame in buf (as written by encodeUpsert/encodeSignals).
-func (s *EmbeddedStore) applyFrames(buf []byte, fresh *[]bool) error {
+func (s *EmbeddedStore) applyFrames(buf []byte, writes *[]supplyplan.SignalWrite) error {
 	for len(buf) > 0 {
 		if len(buf) < frameHeaderLen {
 			return errCorrupt
@@ -316,7 +316,7 @@ func (s *EmbeddedStore) applyFrames(buf []byte, fresh *[]bool) error {
 		if len(buf) < frameHeaderLen+n {
 			return errCorrupt
 		}
-		if err := s.apply(buf[frameHeaderLen:frameHeaderLen+n], fresh); err != nil {
+		if err := s.apply(buf[frameHeaderLen:frameHeaderLen+n], writes); err != nil {
 			return err
 		}
 		buf = buf[frameHeaderLen+n:]
@@ -348,10 +348,10 @@ func (s *EmbeddedStore) tenant(org string) *tenant {
 	return s.tenants[org]
 }
 
-// apply applies one record payload to the index. For signals it appends one fresh flag per
-// signal to *fresh when fresh is not nil. The whole record is applied under the tenant's lock, so
-// that a snapshot sees all of it or none of it.
-func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
+// apply applies one record payload to the index. For signals it appends what became of each to
+// *writes when writes is not nil. The whole record is applied under the tenant's lock, so that a
+// snapshot sees all of it or none of it.
+func (s *EmbeddedStore) apply(p []byte, writes *[]supplyplan.SignalWrite) error {
 	d := dec{b: p}
 	kind := d.byte()
 	org := d.view()
@@ -393,7 +393,11 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 		}
 		t.run = run[:0]
 	case recSignals:
+		// Every signal of the record is judged against the window in force when it starts (the
+		// ClickHouse store judges a call's records the same way), and the window moves after it.
 		n := d.count()
+		floor, bounded := t.sigFloor()
+		newest, has := t.sigNewest, t.sigHasNewest
 		for i := 0; i < n && d.err == nil; i++ {
 			id := d.view()
 			key := supplyplan.DemandKey{SKU: d.view(), Location: d.view(), Channel: d.view()}
@@ -401,16 +405,28 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 			if d.err != nil {
 				break
 			}
+			w := supplyplan.SignalWritten
+			switch {
+			case bounded && day < floor:
+				w = supplyplan.SignalTooLate
 			// One probe of the dedup set: the insert tells a new id (a lookup then an insert cost
 			// two, and the set is far larger than the CPU caches).
-			dup := !t.signals.add(keyOf(id))
-			if fresh != nil {
-				*fresh = append(*fresh, !dup)
+			case !t.signals.add(keyOf(id), day):
+				w = supplyplan.SignalSeen
 			}
-			if dup {
+			if writes != nil {
+				*writes = append(*writes, w)
+			}
+			if w != supplyplan.SignalWritten {
 				continue
 			}
 			t.addSignal(t.seriesFor(key), day, qty)
+			if !has || day > newest {
+				newest, has = day, true
+			}
+		}
+		if d.err == nil && has {
+			t.moveSignalWindow(newest)
 		}
 	case recCells: // snapshots of earlier versions: a series' cells, each with its own flags
 		ns := d.count()
@@ -456,20 +472,34 @@ func (s *EmbeddedStore) apply(p []byte, fresh *[]bool) error {
 			s.sku, s.loc, s.ch, s.next = dst.sku, dst.loc, dst.ch, dst.next
 			*dst = s
 		}
-	case recSigIDs:
+	case recSigIDs: // snapshots of earlier versions: no weeks (see sigSet.prune)
 		n := d.count()
 		for i := 0; i < n && d.err == nil; i++ {
 			id := d.view()
 			if d.err == nil {
-				t.signals.add(keyOf(id))
+				t.signals.add(keyOf(id), sigDayUnknown)
 			}
 		}
-	case recSigKeys:
+	case recSigKeys: // snapshots of earlier versions: no weeks
 		n := d.count()
 		for i := 0; i < n && d.err == nil; i++ {
 			k := d.sigKey()
 			if d.err == nil {
-				t.signals.add(k)
+				t.signals.add(k, sigDayUnknown)
+			}
+		}
+	case recSigKeyDays:
+		if d.byte() == 1 {
+			if day := d.day(); d.err == nil && (!t.sigHasNewest || day > t.sigNewest) {
+				t.sigNewest, t.sigHasNewest = day, true
+			}
+		}
+		n := d.count()
+		for i := 0; i < n && d.err == nil; i++ {
+			k := d.sigKey()
+			day := d.day()
+			if d.err == nil {
+				t.signals.add(k, day)
 			}
 		}
 	default:

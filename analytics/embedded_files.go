@@ -157,7 +157,7 @@ func (s *EmbeddedStore) replayLog(path string, newest bool) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if len(p) > 0 && (p[0] == recCells || p[0] == recSeries || p[0] == recSigIDs || p[0] == recSigKeys || p[0] == recEnd) {
+		if len(p) > 0 && (p[0] == recCells || p[0] == recSeries || p[0] == recSigIDs || p[0] == recSigKeys || p[0] == recSigKeyDays || p[0] == recEnd) {
 			return 0, fmt.Errorf("open demand store: %s holds a snapshot record at offset %d", filepath.Base(path), fr.off)
 		}
 		if err := s.apply(p, nil); err != nil {
@@ -186,7 +186,7 @@ func (s *EmbeddedStore) loadSnapshot(path string) (int64, error) {
 		if len(p) == 1 && p[0] == recEnd {
 			return fr.off, nil
 		}
-		if p[0] != recCells && p[0] != recSeries && p[0] != recSigIDs && p[0] != recSigKeys {
+		if p[0] != recCells && p[0] != recSeries && p[0] != recSigIDs && p[0] != recSigKeys && p[0] != recSigKeyDays {
 			return 0, fmt.Errorf("open demand store: %s holds a log record", filepath.Base(path))
 		}
 		if err := s.apply(p, nil); err != nil {
@@ -321,7 +321,8 @@ func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tena
 		view[i] = t.pages[i].s
 	}
 	names := t.names[:len(t.names):len(t.names)]
-	ids := t.signals.appendTo(make([]sigKey, 0, t.signals.len()))
+	ids := t.signals.appendTo(make([]sigSlot, 0, t.signals.len()))
+	newest, hasNewest := t.sigNewest, t.sigHasNewest
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
@@ -374,15 +375,22 @@ func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tena
 	if err := flush(); err != nil {
 		return buf, err
 	}
-	for len(ids) > 0 {
-		n := min(len(ids), frameTarget/len(sigKey{}))
+	for first := true; first && hasNewest || len(ids) > 0; first = false {
+		n := min(len(ids), frameTarget/(len(sigKey{})+5))
 		var start int
 		buf, start = beginFrame(buf[:0])
-		buf = append(buf, recSigKeys)
+		buf = append(buf, recSigKeyDays)
 		buf = putString(buf, org)
+		if hasNewest {
+			buf = append(buf, 1)
+			buf = binary.AppendVarint(buf, int64(newest))
+		} else {
+			buf = append(buf, 0)
+		}
 		buf = binary.AppendUvarint(buf, uint64(n))
-		for _, k := range ids[:n] {
-			buf = append(buf, k[:]...)
+		for _, sl := range ids[:n] {
+			buf = append(buf, sl.k[:]...)
+			buf = binary.AppendVarint(buf, int64(sl.day))
 		}
 		if err := write(endFrame(buf, start)); err != nil {
 			return buf, err

@@ -392,7 +392,11 @@ type tenant struct {
 	pages   []seriesPage
 	count   int32
 	items   map[item]int32 // the first series (channel) of a sku and location
-	signals sigSet         // keys of the applied signal ids
+	signals sigSet         // keys of the applied signal ids of the dedup window
+	// sigNewest is the Unix day of the newest week of the applied signals (when sigHasNewest): the
+	// dedup window (supplyplan.SignalDedupWeeks) ends there.
+	sigNewest    int32
+	sigHasNewest bool
 	// A snapshot takes a view of the pages (view) and reads it without the lock; while it does
 	// (frozen), a write copies a page it changes that predates the view, and a series' data it
 	// changes in place.
@@ -857,4 +861,31 @@ func (t *tenant) memory() (seriesBytes, dataBytes, slack int) {
 		seriesBytes += cap(t.pages[p].s) * int(unsafe.Sizeof(series{}))
 	}
 	return
+}
+
+// sigFloor returns the day of the oldest week a signal may fall in, and false while the tenant has
+// applied no signal (no window yet).
+func (t *tenant) sigFloor() (int32, bool) {
+	if !t.sigHasNewest {
+		return 0, false
+	}
+	return signalFloor(t.sigNewest), true
+}
+
+// signalFloor is supplyplan.SignalFloor on days.
+func signalFloor(newest int32) int32 { return newest - 7*supplyplan.SignalDedupWeeks }
+
+// moveSignalWindow makes newest the newest week of the applied signals when it is newer, and drops
+// the keys the window left behind. A record moves it once at most, after all its signals were
+// judged, live and on replay alike, so the window is decided by the log alone.
+func (t *tenant) moveSignalWindow(newest int32) {
+	if t.sigHasNewest && newest <= t.sigNewest {
+		return
+	}
+	unknownAs := newest // keys of an earlier version's snapshot: as if of the newest week known
+	if t.sigHasNewest {
+		unknownAs = t.sigNewest
+	}
+	t.sigNewest, t.sigHasNewest = newest, true
+	t.signals.prune(signalFloor(newest), unknownAs)
 }

@@ -41,6 +41,9 @@ const (
 	recEnd     byte = 5 // last frame of a complete snapshot
 	recSigKeys byte = 6 // org, n, n x 16-byte key of a signal id
 	recSeries  byte = 7 // org, nseries, nseries x (sku, location, channel, series: see encodeSeries)
+	// recSigKeyDays: org, has newest (0 or 1), [newest day], n, n x (16-byte key of a signal id, day
+	// of its week). The newest day is that of the newest week of the organization's applied signals.
+	recSigKeyDays byte = 8
 )
 
 // Flags of a cell in a recCells record (snapshots of earlier versions).

@@ -123,8 +123,8 @@ func TestEmbeddedCompactionBoundsLog(t *testing.T) {
 	}
 	fresh, err := s.AddSignals(ctx, "org", []supplyplan.DemandSignal{{SignalID: "r7", SKU: "SKU-00000", Location: "DC-1",
 		Channel: "WEB", OccurredAt: storetest.Week(1), Quantity: 1}})
-	if err != nil || fresh[0] {
-		t.Errorf("signal r7 after compaction and reopen: fresh %v, err %v; want a duplicate", fresh, err)
+	if err != nil || fresh[0] != supplyplan.SignalSeen {
+		t.Errorf("signal r7 after compaction and reopen: %v, err %v; want a duplicate", fresh, err)
 	}
 }
 
@@ -294,7 +294,7 @@ func TestMain(m *testing.M) {
 const crashWriters = 4
 
 // crashChild runs until killed. Writer g upserts series U<g> week 1+n%100 with value n for
-// n = base+1, base+2, ... and adds signal c<g>-<n> (quantity 1) to series C<g>-<n/50>, week 1+n%50, printing
+// n = base+1, base+2, ... and adds signal c<g>-<n> (quantity 1) to series C<g>-<n/10>, week 1+n%10 (within the dedup window), printing
 // "U g n" and "S g n" after each acknowledged call.
 func crashChild(dir string) {
 	base, _ := strconv.Atoi(os.Getenv(crashBaseEnv))
@@ -326,10 +326,10 @@ func crashChild(dir string) {
 					os.Exit(3)
 				}
 				emit(fmt.Sprintf("U %d %d\n", g, n))
-				sig := supplyplan.DemandSignal{SignalID: fmt.Sprintf("c%d-%d", g, n), SKU: fmt.Sprintf("C%d-%d", g, n/50),
-					Location: "L", Channel: "WEB", OccurredAt: storetest.Week(1 + n%50).Add(time.Hour), Quantity: 1}
-				if _, err := s.AddSignals(ctx, "org", []supplyplan.DemandSignal{sig}); err != nil {
-					fmt.Fprintln(os.Stderr, "child signal:", err)
+				sig := supplyplan.DemandSignal{SignalID: fmt.Sprintf("c%d-%d", g, n), SKU: fmt.Sprintf("C%d-%d", g, n/10),
+					Location: "L", Channel: "WEB", OccurredAt: storetest.Week(1 + n%10).Add(time.Hour), Quantity: 1}
+				if w, err := s.AddSignals(ctx, "org", []supplyplan.DemandSignal{sig}); err != nil || w[0] != supplyplan.SignalWritten {
+					fmt.Fprintln(os.Stderr, "child signal:", w, err)
 					os.Exit(3)
 				}
 				emit(fmt.Sprintf("S %d %d\n", g, n))
@@ -445,7 +445,7 @@ func verifyCrash(t *testing.T, dir string, base int, lastU, lastS []int) {
 		series := map[string][]supplyplan.WeekValue{}
 		var again []supplyplan.DemandSignal
 		for n := base + 1; n <= lastS[g]; n++ {
-			sku := fmt.Sprintf("C%d-%d", g, n/50)
+			sku := fmt.Sprintf("C%d-%d", g, n/10)
 			if _, ok := series[sku]; !ok {
 				w, err := s.Series(ctx, "org", supplyplan.DemandKey{SKU: sku, Location: "L", Channel: "WEB"}, time.Time{}, time.Time{})
 				if err != nil {
@@ -455,7 +455,7 @@ func verifyCrash(t *testing.T, dir string, base int, lastU, lastS []int) {
 			}
 			v := -1.0
 			for _, w := range series[sku] {
-				if w.Week.Equal(storetest.Week(1 + n%50)) {
+				if w.Week.Equal(storetest.Week(1 + n%10)) {
 					v = w.Actual
 				}
 			}
@@ -463,7 +463,7 @@ func verifyCrash(t *testing.T, dir string, base int, lastU, lastS []int) {
 				t.Errorf("writer %d: acknowledged signal %d counts %g times", g, n, v)
 			}
 			again = append(again, supplyplan.DemandSignal{SignalID: fmt.Sprintf("c%d-%d", g, n), SKU: sku,
-				Location: "L", Channel: "WEB", OccurredAt: storetest.Week(1 + n%50), Quantity: 1000})
+				Location: "L", Channel: "WEB", OccurredAt: storetest.Week(1 + n%10), Quantity: 1000})
 		}
 		if len(again) > 0 {
 			fresh, err := s.AddSignals(ctx, "org", again)
@@ -471,7 +471,7 @@ func verifyCrash(t *testing.T, dir string, base int, lastU, lastS []int) {
 				t.Fatal(err)
 			}
 			for i, f := range fresh {
-				if f {
+				if f != supplyplan.SignalSeen {
 					t.Errorf("writer %d: acknowledged signal %s was forgotten", g, again[i].SignalID)
 				}
 			}

@@ -9,18 +9,19 @@ import (
 	"testing"
 )
 
-// TestSigSetAgreesWithAMap: inserts of fresh and repeated keys, through several growths, answer
-// as a map does; the keys colliding in their first eight bytes (one probe chain), the all-zero key
-// and the enumeration are covered.
+// TestSigSetAgreesWithAMap: inserts of fresh and repeated keys, through several growths and
+// prunes, answer as a map of key to day does; the keys colliding in their first eight bytes (one
+// probe chain, which a prune cuts holes in), the all-zero key, keys of unknown day and the
+// enumeration are covered.
 func TestSigSetAgreesWithAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var s sigSet
-	ref := map[sigKey]bool{}
+	ref := map[sigKey]int32{}
 	var seen []sigKey
 	key := func() sigKey {
 		switch r := rng.IntN(10); {
 		case r == 0 && len(seen) > 0:
-			return seen[rng.IntN(len(seen))] // a repeat
+			return seen[rng.IntN(len(seen))] // a repeat (perhaps pruned since)
 		case r == 1:
 			return sigKey{} // the empty-slot marker as a key
 		case r == 2:
@@ -31,32 +32,57 @@ func TestSigSetAgreesWithAMap(t *testing.T) {
 		}
 		return keyOf(fmt.Sprint("sig-", rng.Uint64()))
 	}
-	for i := range 20000 {
+	floor := int32(0)
+	for i := range 40000 {
 		k := key()
-		fresh := !ref[k]
-		if got := s.add(k); got != fresh {
-			t.Fatalf("insert %d of %x: add = %v, want %v", i, k, got, fresh)
+		day := floor + rng.Int32N(200)
+		if rng.IntN(50) == 0 {
+			day = sigDayUnknown
 		}
-		if fresh {
-			ref[k] = true
+		_, had := ref[k]
+		if got := s.add(k, day); got != !had {
+			t.Fatalf("insert %d of %x: add = %v, want %v", i, k, got, !had)
+		}
+		if !had {
+			ref[k] = day
 			seen = append(seen, k)
+		}
+		if i%5000 == 4999 { // the window moves
+			floor += 70
+			unknownAs := floor + 30
+			for k, d := range ref {
+				if d == sigDayUnknown {
+					d = unknownAs
+					ref[k] = d
+				}
+				if d < floor {
+					delete(ref, k)
+				}
+			}
+			s.prune(floor, unknownAs)
 		}
 		if s.len() != len(ref) {
 			t.Fatalf("insert %d: len %d, want %d", i, s.len(), len(ref))
 		}
 	}
+	if len(ref) == 0 || len(ref) > 30000 {
+		t.Fatalf("%d keys left: the test prunes too much or nothing", len(ref))
+	}
 	got := s.appendTo(nil)
-	slices.SortFunc(got, func(a, b sigKey) int { return slices.Compare(a[:], b[:]) })
-	want := slices.Collect(func(yield func(sigKey) bool) {
-		for k := range ref {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	slices.SortFunc(want, func(a, b sigKey) int { return slices.Compare(a[:], b[:]) })
+	cmpSlot := func(a, b sigSlot) int { return slices.Compare(a.k[:], b.k[:]) }
+	slices.SortFunc(got, cmpSlot)
+	var want []sigSlot
+	for k, d := range ref {
+		want = append(want, sigSlot{k, d})
+	}
+	slices.SortFunc(want, cmpSlot)
 	if !slices.Equal(got, want) {
-		t.Fatalf("appendTo gave %d keys, want %d (or other keys)", len(got), len(want))
+		t.Fatalf("appendTo gave %d keys, want %d (or other keys or days)", len(got), len(want))
+	}
+	for k := range ref { // every key is still found where its probe sequence leads
+		if s.add(k, 0) {
+			t.Fatalf("key %x lost by a prune", k)
+		}
 	}
 	for i, g := range s.segs {
 		if g.n*4 > len(g.slots)*3 {
@@ -76,11 +102,11 @@ func BenchmarkSigSetAdd(b *testing.B) {
 	b.Run("sigSet", func(b *testing.B) {
 		var s sigSet
 		for _, k := range keys[:n] {
-			s.add(k)
+			s.add(k, 0)
 		}
 		i := n
 		for b.Loop() {
-			s.add(keys[i])
+			s.add(keys[i], 0)
 			if i++; i == len(keys) {
 				i = n
 			}

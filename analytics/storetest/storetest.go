@@ -41,6 +41,7 @@ func Run(t *testing.T, opener Opener) {
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Validation", testValidation},
 		{"Reopen", testReopen},
+		{"SignalWindow", testSignalWindow},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,17 +69,28 @@ func MustUpsert(tb testing.TB, s supplyplan.DemandStore, org string, rows ...sup
 	}
 }
 
-// MustSignals adds signals or fails the test; it returns the fresh flags.
+// MustSignals adds signals or fails the test; it returns whether each was written.
 func MustSignals(tb testing.TB, s supplyplan.DemandStore, org string, signals ...supplyplan.DemandSignal) []bool {
 	tb.Helper()
-	fresh, err := s.AddSignals(context.Background(), org, signals)
+	writes := MustSignalWrites(tb, s, org, signals...)
+	fresh := make([]bool, len(writes))
+	for i, w := range writes {
+		fresh[i] = w == supplyplan.SignalWritten
+	}
+	return fresh
+}
+
+// MustSignalWrites adds signals or fails the test; it returns what became of each.
+func MustSignalWrites(tb testing.TB, s supplyplan.DemandStore, org string, signals ...supplyplan.DemandSignal) []supplyplan.SignalWrite {
+	tb.Helper()
+	writes, err := s.AddSignals(context.Background(), org, signals)
 	if err != nil {
 		tb.Fatalf("AddSignals(%s, %d signals): %v", org, len(signals), err)
 	}
-	if len(fresh) != len(signals) {
-		tb.Fatalf("AddSignals returned %d fresh flags for %d signals", len(fresh), len(signals))
+	if len(writes) != len(signals) {
+		tb.Fatalf("AddSignals returned %d outcomes for %d signals", len(writes), len(signals))
 	}
-	return fresh
+	return writes
 }
 
 // MustSeries reads a series or fails the test.
@@ -701,7 +713,7 @@ func testConcurrentWriters(t *testing.T, open func() supplyplan.DemandStore) {
 				}
 				mu.Lock()
 				for i, f := range fresh {
-					if f {
+					if f == supplyplan.SignalWritten {
 						freshByID[sigs[i].SignalID]++
 					}
 				}
@@ -801,4 +813,37 @@ func testReopen(t *testing.T, open func() supplyplan.DemandStore) {
 	s = open()
 	checkWeeks(t, "after two restarts", MustSeries(t, s, "org", k, time.Time{}, time.Time{}),
 		[]supplyplan.WeekValue{wv(1, 10, 10, false), wv(2, 7, 2, false)})
+}
+
+// testSignalWindow: a signal whose week is more than SignalDedupWeeks before the newest week of the
+// organization's signals applied before the call is refused (late before duplicate), judged
+// against the window in force when the call starts; the window is the organization's own and
+// holds across a reopen.
+func testSignalWindow(t *testing.T, open func() supplyplan.DemandStore) {
+	s := open()
+	W := supplyplan.SignalDedupWeeks
+	sig := func(id string, week int) supplyplan.DemandSignal { return signal(id, "S", "L", "WEB", Week(week), 1) }
+	want := func(what string, got []supplyplan.SignalWrite, want ...supplyplan.SignalWrite) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: %v, want %v", what, got, want)
+		}
+	}
+	ok, seen, late := supplyplan.SignalWritten, supplyplan.SignalSeen, supplyplan.SignalTooLate
+	want("no window before the first signal", MustSignalWrites(t, s, "org", sig("first", 1)), ok)
+	// The call is judged against the window ending at week 1: week 30 moves it only after the call.
+	want("one call", MustSignalWrites(t, s, "org", sig("newest", 30), sig("w10", 10)), ok, ok)
+	floor := 30 - W
+	want("after the window moved", MustSignalWrites(t, s, "org",
+		sig("at-floor", floor), sig("below", floor-1), sig("newest", 30), sig("first", 1), sig("below", floor-1)),
+		ok, late, seen, late, late)
+	want("another organization", MustSignalWrites(t, s, "org2", sig("first", 1)), ok)
+	checkWeeks(t, "series", MustSeries(t, s, "org", key("S", "L", "WEB"), time.Time{}, time.Time{}),
+		[]supplyplan.WeekValue{wv(1, 1, 0, false), wv(10, 1, 0, false), wv(floor, 1, 0, false), wv(30, 1, 0, false)})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	want("after a reopen", MustSignalWrites(t, s, "org", sig("below2", floor-1), sig("newest", 30), sig("at-floor2", floor)), late, seen, ok)
+	want("the other organization after a reopen", MustSignalWrites(t, s, "org2", sig("second", 2)), ok)
 }

@@ -54,6 +54,24 @@ func TestSignalsOverHTTP(t *testing.T) {
 	if num(again, "applied") != 0 || num(again, "duplicates") != 3 {
 		t.Fatalf("redelivery = %v", again)
 	}
+	// A signal whose week is more than SignalDedupWeeks before the newest week of the
+	// organization's signals is refused (its id may be forgotten already), and one dated more than
+	// a day ahead is not a valid signal (it would move the window past today's signals).
+	old := wk.AddDate(0, 0, -7*(supplyplan.SignalDedupWeeks+1)).Add(time.Hour)
+	edge := map[string]any{"signals": []any{
+		map[string]any{"signalId": "late", "skuId": "P", "locationId": "L", "quantity": 7, "occurredAt": old.Format(time.RFC3339)},
+		map[string]any{"signalId": "ahead", "skuId": "P", "locationId": "L", "quantity": 7, "occurredAt": time.Now().Add(72 * time.Hour).Format(time.RFC3339)},
+		map[string]any{"signalId": "in-window", "skuId": "P", "locationId": "L", "quantity": 0, "occurredAt": old.AddDate(0, 0, 7).Format(time.RFC3339)},
+	}}
+	er := s.Do("POST", "/api/demand/signals", s.Key("PLANNER"), edge).Must(t, 200)
+	got := map[string]string{}
+	for _, o := range list(er, "outcomes") {
+		m := o.(map[string]any)
+		got[fmt.Sprint(m["signalId"])] = fmt.Sprint(m["status"], "/", m["reason"])
+	}
+	if got["late"] != "REJECTED/LATE_SIGNAL" || got["ahead"] != "REJECTED/INVALID_SIGNAL" || got["in-window"] != "APPLIED/<nil>" {
+		t.Fatalf("signals at the edges: %v", got)
+	}
 	if r := s.Do("POST", "/api/demand/signals", s.Key("VIEWER"), body); r.Status != 403 {
 		t.Fatalf("viewer ingests: %d", r.Status)
 	}
