@@ -129,10 +129,10 @@ type durable[S State] struct {
 	// failedAppends counts the journal's failed appends of this stream: a snapshot is saved only
 	// if none failed between its capture and the barrier it waits for (entriesSettled).
 	failedAppends atomic.Uint64
-	sinceSnap  int
-	bytesSince int // payload bytes journaled since the last snapshot
-	lastSnap   int // size of the last snapshot this actor took
-	snapping   bool
+	sinceSnap     int
+	bytesSince    int // payload bytes journaled since the last snapshot
+	lastSnap      int // size of the last snapshot this actor took
+	snapping      bool
 	// drains wait for the snapshot in flight: the final snapshot follows it (a snapshot saved after a
 	// newer one would replace it).
 	drains []drainMsg

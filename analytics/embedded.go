@@ -73,9 +73,9 @@ type EmbeddedStore struct {
 }
 
 type writeReq struct {
-	buf   []byte // frames
+	buf    []byte                   // frames
 	writes []supplyplan.SignalWrite // AddSignals: filled by apply
-	done  chan error
+	done   chan error
 }
 
 // NewEmbeddedStore returns a store over cfg.Dir; Open loads it.
