@@ -38,30 +38,7 @@ func TestPaymentEventLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plans := supplyplan.DefaultPlans()
-	apply := func(body []byte) supplyplan.PaymentResult {
-		t.Helper()
-		ev, err := stripe.ParseEvent(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, recs, err := st.ApplyPaymentEvent(ev, plans, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			// Records go through JSON like the journal does.
-			b, _ := json.Marshal([]supplyplan.Record{r})
-			dec, err := supplyplan.DecodeRecords(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := st.Apply(dec[0]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return res
-	}
+	apply := paymentApplier(t, st, &now)
 	ents := func() []string { return st.Orgs[org.ID].Entitlements }
 
 	// An invoice for a customer nobody knows yet waits for its organization.
@@ -123,6 +100,34 @@ func TestPaymentEventLifecycle(t *testing.T) {
 }
 
 func strp(s string) *string { return &s }
+
+// paymentApplier returns a function that applies a provider event body to st at *now, its records
+// going through JSON as the journal's do.
+func paymentApplier(t *testing.T, st *supplyplan.PlatformState, now *time.Time) func(body []byte) supplyplan.PaymentResult {
+	plans := supplyplan.DefaultPlans()
+	return func(body []byte) supplyplan.PaymentResult {
+		t.Helper()
+		ev, err := stripe.ParseEvent(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, recs, err := st.ApplyPaymentEvent(ev, plans, *now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(recs)
+		dec, err := supplyplan.DecodeRecords(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range dec {
+			if err := st.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return res
+	}
+}
 
 func TestPlansConfig(t *testing.T) {
 	p := supplyplan.DefaultPlans()
@@ -385,24 +390,7 @@ func TestBillingRetention(t *testing.T) {
 		}
 		orgs = append(orgs, org.ID)
 	}
-	plans := supplyplan.DefaultPlans()
-	apply := func(body []byte) supplyplan.PaymentResult {
-		t.Helper()
-		ev, err := stripe.ParseEvent(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, recs, err := st.ApplyPaymentEvent(ev, plans, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if err := st.Apply(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return res
-	}
+	apply := func(body []byte) supplyplan.PaymentResult { return paymentApplier(t, st, &now)(body) } // st is replaced below
 	update := func(org string, i int) {
 		t.Helper()
 		if r := apply(payEvent(fmt.Sprintf("evt_%s_%d", org, i), supplyplan.PaySubscriptionUpdated, int64(1000+i),
