@@ -126,9 +126,12 @@ type durable[S State] struct {
 	loadGen    uint64        // loads started (startLoad); a loadedMsg of an older one is dropped
 	seq        uint64        // newest entry appended
 	durableSeq atomic.Uint64 // newest entry known durable
-	// failedAppends counts the journal's failed appends of this stream: a snapshot is saved only
-	// if none failed between its capture and the barrier it waits for (entriesSettled).
-	failedAppends atomic.Uint64
+	// failedAppends counts the journal's failed appends of this stream (set on the journal's
+	// goroutine); failuresAtLoad is its value when the load of the state in hand started. A
+	// snapshot is saved only if none failed since: the state may hold the failed entry until the
+	// reload that the failure asked for (entriesSettled).
+	failedAppends  atomic.Uint64
+	failuresAtLoad uint64
 	sinceSnap     int
 	bytesSince    int // payload bytes journaled since the last snapshot
 	lastSnap      int // size of the last snapshot this actor took
@@ -282,6 +285,7 @@ func (d *durable[S]) startLoad() {
 	d.mu.Lock()
 	d.loaded = false
 	d.mu.Unlock()
+	d.failuresAtLoad = d.failedAppends.Load() // a failure before it is not in what it reads
 	// A load started earlier may have read the journal before what made this one necessary (a
 	// write that failed after it): only the newest load's state is taken.
 	d.loadGen++
@@ -646,9 +650,13 @@ var errSnapshotUnsettled = errors.New("an entry it holds failed to be made durab
 // entriesSettled is called in the actor when a snapshot captures the state; the function it
 // returns waits (off the actor, or in it for a drain's final snapshot: the committer never waits
 // for the actor) until every entry appended before is durable, and fails when an append of the
-// stream failed since the capture.
+// stream failed since the state's load started: before the capture too, since the failed entry
+// stays in the state until the reload the failure asked for has run.
 func (d *durable[S]) entriesSettled() func() error {
-	failed := d.failedAppends.Load()
+	base := d.failuresAtLoad
+	if d.failedAppends.Load() != base {
+		return func() error { return errSnapshotUnsettled }
+	}
 	if d.durableSeq.Load() >= d.seq {
 		return func() error { return nil } // nothing in flight
 	}
@@ -659,7 +667,7 @@ func (d *durable[S]) entriesSettled() func() error {
 		if err := <-ch; err != nil {
 			return fmt.Errorf("wait for the entries it holds: %w", err)
 		}
-		if d.failedAppends.Load() != failed {
+		if d.failedAppends.Load() != base {
 			return errSnapshotUnsettled
 		}
 		return nil

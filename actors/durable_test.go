@@ -418,6 +418,52 @@ func TestDurableSnapshotWaitsForItsEntries(t *testing.T) {
 	}
 }
 
+// A snapshot captured after an append failed and before the reload it asked for has run (here the
+// failure is reported inside the append, just before the same write's snapshot) holds the failed
+// write: it is not saved either.
+func TestDurableSnapshotAfterAFailedAppend(t *testing.T) {
+	j := newMemJournal()
+	e, pid := startNotes(t, j, 1)
+	ctx := ctxFor(t, 5*time.Second)
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("a", "kept")); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 5*time.Second, func() error { // the first snapshot is saved and done
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.stream("notes").snapSeq != 1 {
+			return errors.New("no snapshot of the first write yet")
+		}
+		return nil
+	})
+	if _, err := ask(ctx, bareEngine{e}, pid, readNotes); err != nil { // after its done message
+		t.Fatal(err)
+	}
+	j.set(func(j *memJournal) { j.failNext = 1 })
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("lost", strings.Repeat("x", 1000))); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
+		t.Fatalf("the failed write: %v, want EUNAVAILABLE", err)
+	}
+	wait.Eventually(t, 5*time.Second, func() error {
+		m, err := ask(ctx, bareEngine{e}, pid, readNotes)
+		if err != nil {
+			return err
+		}
+		if _, ok := m["lost"]; ok {
+			return errors.New("the failed write is in memory")
+		}
+		return nil
+	})
+	j.mu.Lock()
+	snap := j.stream("notes").snapSeq
+	j.mu.Unlock()
+	if snap > 1 {
+		t.Fatalf("a snapshot of entry %d was saved over the failed entry", snap)
+	}
+	if _, err := ask(ctx, bareEngine{e}, pid, putNote("next", "y")); err != nil {
+		t.Fatalf("a write after the failed one: %v", err)
+	}
+}
+
 // A panic in a transaction answers 500 and reloads the state; the actor keeps serving.
 func TestDurableRecoversFromAPanic(t *testing.T) {
 	j := newMemJournal()
