@@ -389,8 +389,9 @@ func (s *EmbeddedStore) writeTenant(w io.Writer, buf []byte, org string, t *tena
 		}
 		buf = binary.AppendUvarint(buf, uint64(n))
 		for _, sl := range ids[:n] {
-			buf = append(buf, sl.k[:]...)
-			buf = binary.AppendVarint(buf, int64(sl.day))
+			k := sl.key()
+			buf = append(buf, k[:]...)
+			buf = binary.AppendVarint(buf, int64(sl.day()))
 		}
 		if err := write(endFrame(buf, start)); err != nil {
 			return buf, err

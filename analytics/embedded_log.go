@@ -43,6 +43,7 @@ const (
 	recSeries  byte = 7 // org, nseries, nseries x (sku, location, channel, series: see encodeSeries)
 	// recSigKeyDays: org, has newest (0 or 1), [newest day], n, n x (16-byte key of a signal id, day
 	// of its week). The newest day is that of the newest week of the organization's applied signals.
+	// The set keeps 14 bytes of a key (sigSet): the last two are written as zeros.
 	recSigKeyDays byte = 8
 )
 

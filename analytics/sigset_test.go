@@ -16,7 +16,6 @@ import (
 func TestSigSetAgreesWithAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var s sigSet
-	ref := map[sigKey]int32{}
 	var seen []sigKey
 	key := func() sigKey {
 		switch r := rng.IntN(10); {
@@ -27,29 +26,33 @@ func TestSigSetAgreesWithAMap(t *testing.T) {
 		case r == 2:
 			var k sigKey // same first eight bytes as others: one long probe chain
 			binary.LittleEndian.PutUint64(k[:8], 42)
-			binary.LittleEndian.PutUint64(k[8:], rng.Uint64()%64) // and the same table (last byte 0)
+			binary.LittleEndian.PutUint64(k[8:], rng.Uint64()%64) // and the same table (byte 13 is 0)
 			return k
 		}
 		return keyOf(fmt.Sprint("sig-", rng.Uint64()))
 	}
-	floor := int32(0)
+	// The set keeps a key's first 14 bytes: the reference map too.
+	type key14 [14]byte
+	short := func(k sigKey) key14 { return key14(k[:14]) }
+	ref := map[key14]int32{}
+	floor := int32(4 + 7*100) // days of Mondays
 	for i := range 40000 {
 		k := key()
-		day := floor + rng.Int32N(200)
+		day := floor + 7*rng.Int32N(30)
 		if rng.IntN(50) == 0 {
 			day = sigDayUnknown
 		}
-		_, had := ref[k]
+		_, had := ref[short(k)]
 		if got := s.add(k, day); got != !had {
 			t.Fatalf("insert %d of %x: add = %v, want %v", i, k, got, !had)
 		}
 		if !had {
-			ref[k] = day
+			ref[short(k)] = day
 			seen = append(seen, k)
 		}
 		if i%5000 == 4999 { // the window moves
-			floor += 70
-			unknownAs := floor + 30
+			floor += 7 * 10
+			unknownAs := floor + 7*3
 			for k, d := range ref {
 				if d == sigDayUnknown {
 					d = unknownAs
@@ -68,19 +71,27 @@ func TestSigSetAgreesWithAMap(t *testing.T) {
 	if len(ref) == 0 || len(ref) > 30000 {
 		t.Fatalf("%d keys left: the test prunes too much or nothing", len(ref))
 	}
-	got := s.appendTo(nil)
-	cmpSlot := func(a, b sigSlot) int { return slices.Compare(a.k[:], b.k[:]) }
-	slices.SortFunc(got, cmpSlot)
-	var want []sigSlot
-	for k, d := range ref {
-		want = append(want, sigSlot{k, d})
+	type entry struct {
+		k   key14
+		day int32
 	}
-	slices.SortFunc(want, cmpSlot)
+	var got, want []entry
+	for _, sl := range s.appendTo(nil) {
+		got = append(got, entry{short(sl.key()), sl.day()})
+	}
+	for k, d := range ref {
+		want = append(want, entry{k, d})
+	}
+	cmpEntry := func(a, b entry) int { return slices.Compare(a.k[:], b.k[:]) }
+	slices.SortFunc(got, cmpEntry)
+	slices.SortFunc(want, cmpEntry)
 	if !slices.Equal(got, want) {
 		t.Fatalf("appendTo gave %d keys, want %d (or other keys or days)", len(got), len(want))
 	}
 	for k := range ref { // every key is still found where its probe sequence leads
-		if s.add(k, 0) {
+		var full sigKey
+		copy(full[:], k[:])
+		if s.add(full, floor) {
 			t.Fatalf("key %x lost by a prune", k)
 		}
 	}
