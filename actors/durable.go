@@ -132,10 +132,10 @@ type durable[S State] struct {
 	// reload that the failure asked for (entriesSettled).
 	failedAppends  atomic.Uint64
 	failuresAtLoad uint64
-	sinceSnap     int
-	bytesSince    int // payload bytes journaled since the last snapshot
-	lastSnap      int // size of the last snapshot this actor took
-	snapping      bool
+	sinceSnap      int
+	bytesSince     int // payload bytes journaled since the last snapshot
+	lastSnap       int // size of the last snapshot this actor took
+	snapping       bool
 	// drains wait for the snapshot in flight: the final snapshot follows it (a snapshot saved after a
 	// newer one would replace it).
 	drains []drainMsg
