@@ -38,7 +38,8 @@ func TestPaymentEventLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	apply := paymentApplier(t, st, &now)
+	applyRecs := paymentApplier(t, st, &now)
+	apply := func(body []byte) supplyplan.PaymentResult { r, _ := applyRecs(body); return r }
 	ents := func() []string { return st.Orgs[org.ID].Entitlements }
 
 	// An invoice for a customer nobody knows yet waits for its organization.
@@ -102,10 +103,10 @@ func TestPaymentEventLifecycle(t *testing.T) {
 func strp(s string) *string { return &s }
 
 // paymentApplier returns a function that applies a provider event body to st at *now, its records
-// going through JSON as the journal's do.
-func paymentApplier(t *testing.T, st *supplyplan.PlatformState, now *time.Time) func(body []byte) supplyplan.PaymentResult {
+// going through JSON as the journal's do, and returns the result and the records.
+func paymentApplier(t *testing.T, st *supplyplan.PlatformState, now *time.Time) func(body []byte) (supplyplan.PaymentResult, []supplyplan.Record) {
 	plans := supplyplan.DefaultPlans()
-	return func(body []byte) supplyplan.PaymentResult {
+	return func(body []byte) (supplyplan.PaymentResult, []supplyplan.Record) {
 		t.Helper()
 		ev, err := stripe.ParseEvent(body)
 		if err != nil {
@@ -125,7 +126,7 @@ func paymentApplier(t *testing.T, st *supplyplan.PlatformState, now *time.Time) 
 				t.Fatal(err)
 			}
 		}
-		return res
+		return res, recs
 	}
 }
 
@@ -157,28 +158,7 @@ func billingFixture(t *testing.T) (*supplyplan.PlatformState, string, func(body 
 			t.Fatal(err)
 		}
 	}
-	apply := func(body []byte) (supplyplan.PaymentResult, []supplyplan.Record) {
-		t.Helper()
-		ev, err := stripe.ParseEvent(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, recs, err := st.ApplyPaymentEvent(ev, supplyplan.DefaultPlans(), now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(recs)
-		dec, err := supplyplan.DecodeRecords(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range dec {
-			if err := st.Apply(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return res, recs
-	}
+	apply := paymentApplier(t, st, &now)
 	apply(payEvent("evt_sub", supplyplan.PaySubscriptionCreated, 1000, subObj(org.ID, "cus_1", "price_growth_monthly", "active")))
 	return st, org.ID, apply
 }
@@ -390,7 +370,7 @@ func TestBillingRetention(t *testing.T) {
 		}
 		orgs = append(orgs, org.ID)
 	}
-	apply := func(body []byte) supplyplan.PaymentResult { return paymentApplier(t, st, &now)(body) } // st is replaced below
+	apply := func(body []byte) supplyplan.PaymentResult { r, _ := paymentApplier(t, st, &now)(body); return r } // st is replaced below
 	update := func(org string, i int) {
 		t.Helper()
 		if r := apply(payEvent(fmt.Sprintf("evt_%s_%d", org, i), supplyplan.PaySubscriptionUpdated, int64(1000+i),

@@ -128,6 +128,29 @@ func (j *memJournal) SaveSnapshot(stream string, seq uint64, data []byte) error 
 	return nil
 }
 
+// snapSeq returns the entry the stream's snapshot was saved after (0: none).
+func (j *memJournal) snapSeq(stream string) uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stream(stream).snapSeq
+}
+
+// waitNoteGone waits until the actor's state no longer holds note id (a failed write, once the
+// reload after it has run).
+func waitNoteGone(t *testing.T, ctx context.Context, e *actor.Engine, pid *actor.PID, id string) {
+	t.Helper()
+	wait.Eventually(t, 5*time.Second, func() error {
+		m, err := ask(ctx, bareEngine{e}, pid, readNotes)
+		if err != nil {
+			return err
+		}
+		if _, ok := m[id]; ok {
+			return fmt.Errorf("the failed write %q is still in memory", id)
+		}
+		return nil
+	})
+}
+
 // release lets the held completions through, in order, and stops holding.
 func (j *memJournal) release() {
 	j.mu.Lock()
@@ -338,16 +361,7 @@ func TestDurableReloadsAfterAFailedAppend(t *testing.T) {
 	if _, err := ask(ctx, bareEngine{e}, pid, putNote("lost", "x")); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
 		t.Fatalf("err = %v, want EUNAVAILABLE", err)
 	}
-	wait.Eventually(t, 5*time.Second, func() error {
-		m, err := ask(ctx, bareEngine{e}, pid, readNotes)
-		if err != nil {
-			return err
-		}
-		if _, ok := m["lost"]; ok {
-			return errors.New("the failed write is still in memory")
-		}
-		return nil
-	})
+	waitNoteGone(t, ctx, e, pid, "lost")
 	if _, err := ask(ctx, bareEngine{e}, pid, putNote("next", "y")); err != nil {
 		t.Fatal(err)
 	}
@@ -364,11 +378,7 @@ func TestDurableSnapshotWaitsForItsEntries(t *testing.T) {
 	if _, err := ask(ctx, bareEngine{e}, pid, putNote("a", "kept")); err != nil {
 		t.Fatal(err)
 	}
-	snapSeq := func() uint64 {
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		return j.stream("notes").snapSeq
-	}
+	snapSeq := func() uint64 { return j.snapSeq("notes") }
 	wait.Eventually(t, 5*time.Second, func() error {
 		if snapSeq() != 1 {
 			return errors.New("no snapshot of the first write yet")
@@ -399,16 +409,7 @@ func TestDurableSnapshotWaitsForItsEntries(t *testing.T) {
 	if snapSeq() != 1 {
 		t.Fatalf("a snapshot of entry %d was saved over a failed entry", snapSeq())
 	}
-	wait.Eventually(t, 5*time.Second, func() error {
-		m, err := ask(ctx, bareEngine{e}, pid, readNotes)
-		if err != nil {
-			return err
-		}
-		if _, ok := m["lost"]; ok {
-			return errors.New("the failed write is in memory")
-		}
-		return nil
-	})
+	waitNoteGone(t, ctx, e, pid, "lost")
 	if _, err := ask(ctx, bareEngine{e}, pid, putNote("next", "y")); err != nil {
 		t.Fatalf("a write after the failed one: %v", err)
 	}
@@ -429,9 +430,7 @@ func TestDurableSnapshotAfterAFailedAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait.Eventually(t, 5*time.Second, func() error { // the first snapshot is saved and done
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		if j.stream("notes").snapSeq != 1 {
+		if j.snapSeq("notes") != 1 {
 			return errors.New("no snapshot of the first write yet")
 		}
 		return nil
@@ -443,20 +442,8 @@ func TestDurableSnapshotAfterAFailedAppend(t *testing.T) {
 	if _, err := ask(ctx, bareEngine{e}, pid, putNote("lost", strings.Repeat("x", 1000))); supplyplan.ErrorCode(err) != supplyplan.EUNAVAILABLE {
 		t.Fatalf("the failed write: %v, want EUNAVAILABLE", err)
 	}
-	wait.Eventually(t, 5*time.Second, func() error {
-		m, err := ask(ctx, bareEngine{e}, pid, readNotes)
-		if err != nil {
-			return err
-		}
-		if _, ok := m["lost"]; ok {
-			return errors.New("the failed write is in memory")
-		}
-		return nil
-	})
-	j.mu.Lock()
-	snap := j.stream("notes").snapSeq
-	j.mu.Unlock()
-	if snap > 1 {
+	waitNoteGone(t, ctx, e, pid, "lost")
+	if snap := j.snapSeq("notes"); snap > 1 {
 		t.Fatalf("a snapshot of entry %d was saved over the failed entry", snap)
 	}
 	if _, err := ask(ctx, bareEngine{e}, pid, putNote("next", "y")); err != nil {
