@@ -407,3 +407,133 @@ func TestJournalGapRefusesToLoad(t *testing.T) {
 		t.Fatalf("load over a gap: %v", err)
 	}
 }
+
+// copyDir copies the stream directories of a journal that is still open: what a kill -9 leaves.
+func copyDir(tb testing.TB, src string) string {
+	tb.Helper()
+	dst := tb.TempDir()
+	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if info.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dst
+}
+
+// A segment is grown ahead of its entries with zeros (preallocate). Left so by a crash, the zeros
+// are the end of the segment, not damage: every entry loads, nothing is cut, and the next entries
+// overwrite them. A clean close cuts them off.
+func TestJournalPreallocatedTail(t *testing.T) {
+	dir := t.TempDir()
+	j := mustJournal(t, dir, 0)
+	for i := uint64(1); i <= 3; i++ {
+		appendSync(t, j, "a", i, fmt.Sprintf("e%d", i))
+	}
+	path := filepath.Join("a", segmentName(1))
+	frames := int64(3 * (frameHeader + 2))
+	if st, err := os.Stat(filepath.Join(dir, path)); err != nil || st.Size() != frameHeader+2+preallocMin {
+		t.Fatalf("open segment: %v, %v bytes, want the first entry and %d written ahead after it", err, st.Size(), preallocMin)
+	}
+	crashed := copyDir(t, dir)
+
+	j2 := mustJournal(t, crashed, 0)
+	_, got, res := loadAll(t, j2, "a")
+	if fmt.Sprint(got) != "[1:e1 2:e2 3:e3]" || res.Truncated != 0 {
+		t.Fatalf("after a crash got %v, %d bytes cut; want the three entries and nothing cut", got, res.Truncated)
+	}
+	appendSync(t, j2, "a", 4, "e4")
+	if err := j2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(crashed, path)); err != nil || st.Size() != frames+frameHeader+2 {
+		t.Fatalf("closed segment: %v, %v bytes, want %d (the zeros cut)", err, st.Size(), frames+frameHeader+2)
+	}
+	_, got, _ = loadAll(t, mustJournal(t, crashed, 0), "a")
+	if fmt.Sprint(got) != "[1:e1 2:e2 3:e3 4:e4]" {
+		t.Fatalf("after the restart got %v", got)
+	}
+
+	// A frame torn inside the zeros is cut as any torn tail is.
+	crashed = copyDir(t, dir)
+	f, err := os.OpenFile(filepath.Join(crashed, path), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{50, 0, 0, 0, 1, 2, 3, 4, 4, 0, 0, 0, 0, 0, 0, 0, 'x'}, frames); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	j3 := mustJournal(t, crashed, 0)
+	_, got, res = loadAll(t, j3, "a")
+	if want := frameHeader + 2 + preallocMin - frames; fmt.Sprint(got) != "[1:e1 2:e2 3:e3]" || res.Truncated != want {
+		t.Fatalf("torn frame in the zeros: got %v, %d bytes cut; want the three entries and %d cut", got, res.Truncated, want)
+	}
+	appendSync(t, j3, "a", 4, "e4")
+	_ = j3.Close()
+	_, got, _ = loadAll(t, mustJournal(t, crashed, 0), "a")
+	if fmt.Sprint(got) != "[1:e1 2:e2 3:e3 4:e4]" {
+		t.Fatalf("after the repair got %v", got)
+	}
+
+	// Appending without a Load (which the actors never do) finds the entries' end in the file.
+	crashed = copyDir(t, dir)
+	j4 := mustJournal(t, crashed, 0)
+	appendSync(t, j4, "a", 4, "e4")
+	_ = j4.Close()
+	_, got, _ = loadAll(t, mustJournal(t, crashed, 0), "a")
+	if fmt.Sprint(got) != "[1:e1 2:e2 3:e3 4:e4]" {
+		t.Fatalf("append without a load: got %v", got)
+	}
+}
+
+// Segments grow ahead by their own size, from preallocMin up to preallocMax, never past the size
+// at which they roll; a rolled segment keeps only its entries.
+func TestJournalPreallocationGrowsWithTheSegment(t *testing.T) {
+	dir := t.TempDir()
+	j := mustJournal(t, dir, 3<<20)
+	payload := strings.Repeat("x", 100<<10-frameHeader) // frames of 100 KiB
+	path := filepath.Join(dir, "a", segmentName(1))
+	size := func() int64 {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	var seq uint64
+	for _, want := range []struct{ frames, file int64 }{
+		{1, 200 << 10},         // 100 KiB of entries, grown by as much
+		{2, 200 << 10},         // inside the zeros: no growth
+		{3, 600 << 10},         // 300 KiB, grown by 300 KiB
+		{7, 1400 << 10},        // 700 KiB, grown by 700 KiB
+		{15, 1500<<10 + 1<<20}, // 1.5 MiB, grown by the most, 1 MiB
+		{26, 3 << 20},          // 2.6 MiB: grown to the roll at 3 MiB, not past it
+	} {
+		for seq < uint64(want.frames) {
+			seq++
+			appendSync(t, j, "a", seq, payload)
+		}
+		if got := size(); got != want.file {
+			t.Fatalf("after %d frames the file holds %d bytes, want %d", want.frames, got, want.file)
+		}
+	}
+	for seq < 32 { // the 32nd frame goes to a new segment (31 frames reach 3 MiB)
+		seq++
+		appendSync(t, j, "a", seq, payload)
+	}
+	if got := size(); got != 31*(100<<10) {
+		t.Fatalf("rolled segment holds %d bytes, want its 31 frames (%d)", got, 31*(100<<10))
+	}
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // After a collection, the soft memory limit lets the heap grow by the headroom past the live data
-// (a percentage of it, at least headroomFloor; not double it), and stopping gives the runtime its default back.
+// (a percentage of it, at least headroomFloor; not double it: GOGC is off while it runs), and
+// stopping gives the runtime its defaults back.
 func TestGCHeadroom(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT is set: the headroom stays off by design")
@@ -37,9 +38,15 @@ func TestGCHeadroom(t *testing.T) {
 			}
 			return nil
 		})
+		if pct := debug.SetGCPercent(-1); pct != -1 {
+			t.Errorf("GOGC while the headroom runs = %d, want off (the limit is the only trigger)", pct)
+		}
 		stop()
 		if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
 			t.Errorf("memory limit after stop = %d, want none", limit)
+		}
+		if pct := debug.SetGCPercent(100); pct != 100 {
+			t.Errorf("GOGC after stop = %d, want 100 back", pct)
 		}
 	}
 	runtime.KeepAlive(live)

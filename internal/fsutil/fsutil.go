@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // TempSuffix ends the name of the temporary file WriteFile writes before renaming it over its
@@ -69,4 +70,30 @@ func WriteFileBytes(path string, data []byte, perm os.FileMode) error {
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// DataSync flushes f's data and the metadata needed to read it back (its size), like fdatasync(2):
+// unlike fsync it leaves the modification time to the file system's own schedule. Over a region
+// already allocated (the journal's preallocated segments), it is a flush of the data alone, without
+// a commit of the file system's journal: on ext4 about half the time and CPU of an fsync that
+// extends the file.
+func DataSync(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			if serr = syscall.Fdatasync(int(fd)); serr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
+	}
+	return nil
 }
