@@ -65,16 +65,20 @@ func (s *TenantState) expand(e ExternalEvent) ExternalEvent {
 // resolveEventRefs checks that the event's product and location exist (a product may be named by
 // its sku; it is stored by id).
 func (s *TenantState) resolveEventRefs(e *ExternalEvent) error {
-	fe := FieldErrors{}
+	var fe FieldErrors // made only for an error: this runs in the actor on every event write
 	if e.ProductMasterID != "" {
 		if p, ok := s.ProductBySKU(e.ProductMasterID); ok {
 			e.ProductMasterID = p.ID
 		} else {
+			fe = FieldErrors{}
 			fe.Add("productMasterId", "unknown product %q", e.ProductMasterID)
 		}
 	}
 	if e.LocationID != "" {
 		if _, ok := s.Locations[e.LocationID]; !ok {
+			if fe == nil {
+				fe = FieldErrors{}
+			}
 			fe.Add("locationId", "unknown location %q", e.LocationID)
 		}
 	}

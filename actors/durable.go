@@ -28,15 +28,21 @@ type State interface {
 	Apply(supplyplan.Record) error
 }
 
-// txFunc runs inside the actor against its state. It must not change the state itself: it returns
-// the records that the actor applies and journals (its value it keeps itself: txCall).
-type txFunc[S State] func(S) ([]supplyplan.Record, error)
+// txRunner runs a transaction inside the actor against its state (txCall). It must not change the
+// state itself: it returns the records that the actor applies and journals (its value it keeps
+// itself). An interface rather than a func: the txCall is the runner, where a method value bound
+// to it was one more allocation per transaction.
+type txRunner[S State] interface {
+	run(S) ([]supplyplan.Record, error)
+}
 
 // txMsg asks the actor to run fn and answer on reply (a channel, not hollywood's Request: the
 // notes explain why its random reply ids are unsafe). claim is the Idempotency-Key of the request
 // that sent it, if any.
+//
+// It travels as a pointer into its txCall (no copy boxed into an interface per transaction).
 type txMsg[S State] struct {
-	fn    txFunc[S]
+	fn    txRunner[S]
 	reply chan txReply
 	claim *supplyplan.IdempotencyClaim
 	// queued counts the transactions sent to actors of this kind and not yet taken from the
@@ -51,7 +57,7 @@ type txMsg[S State] struct {
 }
 
 // respond answers the transaction (exactly once) and tells its claim the outcome is known.
-func (m txMsg[S]) respond(r txReply) {
+func (m *txMsg[S]) respond(r txReply) {
 	m.reply <- r
 	if m.claim != nil {
 		m.claim.TxDone()
@@ -154,7 +160,7 @@ func (d *durable[S]) Receive(c *actor.Context) {
 			// A panic in a transaction must not restart the actor (hollywood drops its state and, past
 			// MaxRestarts, the process). Reload from the journal so memory matches disk.
 			d.log.Error("actor panic", "stream", d.stream, "panic", r, "stack", string(debug.Stack()))
-			if m, ok := c.Message().(txMsg[S]); ok {
+			if m, ok := c.Message().(*txMsg[S]); ok {
 				m.respond(txReply{stream: d.stream, err: supplyplan.Errorf(supplyplan.EINTERNAL, "Internal error")})
 			}
 			d.startLoad()
@@ -166,7 +172,7 @@ func (d *durable[S]) Receive(c *actor.Context) {
 		d.startLoad()
 	case loadedMsg[S]:
 		d.onLoaded(m)
-	case txMsg[S]:
+	case *txMsg[S]:
 		if m.taken != nil && !m.taken.CompareAndSwap(false, true) {
 			return // its caller refused it already (the actor it was sent to had stopped)
 		}
@@ -259,7 +265,7 @@ func (d *durable[S]) stopped() {
 	}
 	for _, s := range d.stash {
 		switch s := s.(type) {
-		case txMsg[S]:
+		case *txMsg[S]:
 			s.respond(txReply{stream: d.stream, err: refuse()})
 		case idemLookupMsg:
 			s.reply <- idemLookupReply{err: refuse()}
@@ -352,7 +358,7 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 		d.log.Error("cannot load state", "stream", d.stream, "err", m.err)
 		for _, s := range d.stash {
 			switch s := s.(type) {
-			case txMsg[S]:
+			case *txMsg[S]:
 				s.respond(txReply{stream: d.stream, err: d.unavailable()})
 			case idemLookupMsg:
 				s.reply <- idemLookupReply{err: d.unavailable()}
@@ -384,7 +390,7 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 			continue
 		}
 		switch s := s.(type) {
-		case txMsg[S]:
+		case *txMsg[S]:
 			d.run(s)
 		case idemLookupMsg:
 			d.lookupIdempotency(s)
@@ -399,7 +405,7 @@ func (d *durable[S]) onLoaded(m loadedMsg[S]) {
 // run executes one transaction: run fn, apply and journal its records, reply when durable. The
 // first transaction of a request with an Idempotency-Key that writes anything carries the key's
 // marker in the same journal entry; a key already known here is never applied again.
-func (d *durable[S]) run(m txMsg[S]) {
+func (d *durable[S]) run(m *txMsg[S]) {
 	if d.retired != nil { // taken from the stash after a retiring drain
 		m.respond(txReply{stream: d.stream, err: d.retired()})
 		return
@@ -417,7 +423,7 @@ func (d *durable[S]) run(m txMsg[S]) {
 			return
 		}
 	}
-	recs, err := m.fn(d.state)
+	recs, err := m.fn.run(d.state)
 	if err != nil || len(recs) == 0 {
 		if err == nil && !m.dirty && d.durableSeq.Load() < d.seq {
 			// A read must not see a write that is not durable yet: answer after the next commit.
@@ -729,7 +735,8 @@ func sendTx[S State, T any](ctx context.Context, m mailer, pid *actor.PID, queue
 	if c.mb != nil {
 		taken = &c.taken
 	}
-	m.send(pid, txMsg[S]{reply: c.reply, claim: c.claim, queued: queued, dirty: dirty, taken: taken, fn: c.run})
+	c.msg = txMsg[S]{reply: c.reply, claim: c.claim, queued: queued, dirty: dirty, taken: taken, fn: c}
+	m.send(pid, &c.msg)
 	return c.wait
 }
 
@@ -737,6 +744,7 @@ func sendTx[S State, T any](ctx context.Context, m mailer, pid *actor.PID, queue
 // before it replies (the reply then carries no value, which boxed into an interface was a copy of
 // the value on the heap), and the caller reads it after the reply.
 type txCall[S State, T any] struct {
+	msg    txMsg[S] // what is sent to the actor
 	fn     func(S) (T, []supplyplan.Record, error)
 	v      T
 	taken  atomic.Bool

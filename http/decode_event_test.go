@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/supplyplan/supplyplan"
 )
@@ -143,4 +144,23 @@ func BenchmarkDecodeEvent(b *testing.B) {
 			}
 		}
 	})
+}
+
+// An event's type and stacking mode among their known values are the enum's own strings (nothing
+// copied for what the event keeps as long as it lives); another value decodes as it is written.
+func TestDecodeEventFastSharesEnumValues(t *testing.T) {
+	var in supplyplan.EventInput
+	body := []byte(`{"type":"PROMOTION","value":{"stackingMode":"ADDITIVE"}}`)
+	if !decodeEventFast(body, &in) {
+		t.Fatal("fast decoder refused the body")
+	}
+	if unsafe.StringData(*in.Type) != unsafe.StringData(string(supplyplan.EventPromotion)) ||
+		unsafe.StringData(*in.Value.StackingMode) != unsafe.StringData(string(supplyplan.StackAdditive)) {
+		t.Error("known enum values were copied")
+	}
+	for _, body := range []string{`{"type":"PROMO","value":{"stackingMode":"multiplicative"}}`, `{"type":"","value":{"stackingMode":"ADDITIVE "}}`} {
+		if !sameAsGeneral(t, body) {
+			t.Errorf("fast decoder refused %s", body)
+		}
+	}
 }
