@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
@@ -106,6 +107,10 @@ func copyField(dst, src reflect.Value) {
 		if src.IsNil() {
 			return
 		}
+		if clone, ok := mapClones[src.Type()]; ok {
+			dst.Set(clone(src))
+			return
+		}
 		m := reflect.MakeMapWithSize(src.Type(), src.Len())
 		// One key and one value reused for every entry: Key and Value would allocate each.
 		k, v := reflect.New(src.Type().Key()).Elem(), reflect.New(src.Type().Elem()).Elem()
@@ -119,6 +124,42 @@ func copyField(dst, src reflect.Value) {
 	default:
 		dst.Set(src)
 	}
+}
+
+// mapClones copies the maps of TenantState's sub-states with maps.Clone, which copies the map's
+// table whole: an entry at a time through reflect (hashing and inserting every key again) was the
+// actor's pause at each snapshot, 1.2 % of the service's CPU in the api benchmark's writes (the
+// map of 230,000 events). Another map type is copied through reflect (correct, slower);
+// TestSnapshotViewClonesEveryTenantMap names a map of TenantState missing here.
+var mapClones = map[reflect.Type]func(reflect.Value) reflect.Value{}
+
+func cloneWith[M ~map[string]V, V any]() {
+	mapClones[reflect.TypeFor[M]()] = func(v reflect.Value) reflect.Value {
+		return reflect.ValueOf(maps.Clone(v.Interface().(M)))
+	}
+}
+
+func init() {
+	cloneWith[map[string]*supplyplan.Product]()
+	cloneWith[map[string]*supplyplan.Location]()
+	cloneWith[map[string]*supplyplan.InventoryLevel]()
+	cloneWith[map[string]*supplyplan.Supplier]()
+	cloneWith[map[string]*supplyplan.PurchaseOrder]()
+	cloneWith[map[string]*supplyplan.Order]()
+	cloneWith[map[string]*supplyplan.Scenario]()
+	cloneWith[map[string]*supplyplan.ExternalEvent]()
+	cloneWith[map[string]*supplyplan.ForecastVersion]()
+	cloneWith[map[string]*supplyplan.ChangeEntry]()
+	cloneWith[map[string]*supplyplan.ImportJob]()
+	cloneWith[map[string]*supplyplan.Transfer]()
+	cloneWith[map[string]*supplyplan.Recommendation]()
+	cloneWith[map[string]*supplyplan.DomainEvent]()
+	cloneWith[map[string]*supplyplan.ToolAudit]()
+	cloneWith[map[string]*supplyplan.Reservation]()
+	cloneWith[map[string]*supplyplan.Allocation]()
+	cloneWith[map[string]*supplyplan.AllocationAudit]()
+	cloneWith[map[string]*supplyplan.AllocationRun]()
+	cloneWith[map[string]*supplyplan.LoopEffectRecord]()
 }
 
 // encodeSnapshot renders a view (see snapshotView) as a snapshot into one buffer of about sizeHint

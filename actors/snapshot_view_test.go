@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -211,5 +212,53 @@ func TestDurableViewSnapshotsWhileWriting(t *testing.T) {
 	}
 	if len(m) != 160 || m["2-39"] != "note 2-119" || m["3-9"] != "note 3-129" {
 		t.Fatalf("rebuilt %d notes: %v", len(m), m["2-39"])
+	}
+}
+
+// Every map of TenantState is copied whole (mapClones), not an entry at a time through reflect.
+func TestSnapshotViewClonesEveryTenantMap(t *testing.T) {
+	var walk func(reflect.Type, string)
+	walk = func(tt reflect.Type, path string) {
+		for i := range tt.NumField() {
+			f := tt.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			switch f.Type.Kind() {
+			case reflect.Struct:
+				walk(f.Type, path+"."+f.Name)
+			case reflect.Map:
+				if _, ok := mapClones[f.Type]; !ok {
+					t.Errorf("%s.%s (%s) has no entry in mapClones: add cloneWith[%s]()", path, f.Name, f.Type, f.Type)
+				}
+			}
+		}
+	}
+	walk(reflect.TypeFor[supplyplan.TenantState](), "TenantState")
+}
+
+// The copy of the view's largest maps: whole (maps.Clone) against an entry at a time (reflect).
+func BenchmarkSnapshotViewEvents(b *testing.B) {
+	st := supplyplan.NewTenantState("org_1")
+	now := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	for i := range 200_000 {
+		ev := supplyplan.ExternalEvent{ID: fmt.Sprintf("evt_%d", i), Name: "Promo", Type: "PROMOTION", StartsAt: now, EndsAt: now.AddDate(0, 0, 7)}
+		if err := st.Apply(supplyplan.Put(supplyplan.KindEvent, ev.ID, &ev)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, whole := range []bool{true, false} {
+		b.Run(fmt.Sprintf("whole=%v", whole), func(b *testing.B) {
+			saved := mapClones
+			if !whole {
+				mapClones = nil
+			}
+			defer func() { mapClones = saved }()
+			for b.Loop() {
+				if _, ok := snapshotView(st); !ok {
+					b.Fatal("no view")
+				}
+			}
+		})
 	}
 }
