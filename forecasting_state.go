@@ -59,6 +59,8 @@ func (s *ForecastingState) Apply(r Record) error {
 	case KindScenario:
 		return putValue(s.Scenarios, r)
 	case KindEvent:
+		// Two operations on the map per event rather than three: it holds every event of the
+		// tenant, and on a large one each lookup is a cache miss or two.
 		old, existed := s.Events[r.ID]
 		if err := putValue(s.Events, r); err != nil {
 			return err
@@ -66,16 +68,21 @@ func (s *ForecastingState) Apply(r Record) error {
 		if existed {
 			s.events.remove(old)
 		}
-		if e, ok := s.Events[r.ID]; ok {
-			s.events.add(e)
+		if !r.Del {
+			s.events.add(r.Value.(*ExternalEvent)) // putValue checked the type
 		}
 		return nil
 	case KindForecastVersion:
 		return putValue(s.ForecastVersions, r)
 	case KindForecastChange:
-		_, existed := s.Changes[r.ID]
+		// Whether the entry existed, from the map's size around the put: one operation on the map.
+		n := len(s.Changes)
 		if err := putValue(s.Changes, r); err != nil {
 			return err
+		}
+		existed := len(s.Changes) == n
+		if r.Del {
+			existed = len(s.Changes) < n
 		}
 		s.orderChange(r.ID, existed, r.Del)
 		return nil
