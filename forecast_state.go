@@ -177,9 +177,13 @@ func (s *ForecastingState) EventChange(typ, actor string, old, new *ExternalEven
 }
 
 // bareEvent copies an event without its expanded product and location.
+//
+// An event without them is returned as it is, not copied: a stored event is never changed in place
+// (a write puts a new one), so the entry may share it. For a new event that is one copy of the
+// event fewer per write, in memory for as long as the entry waits for its figures.
 func bareEvent(e *ExternalEvent) *ExternalEvent {
-	if e == nil {
-		return nil
+	if e == nil || (e.ProductMaster == nil && e.Location == nil) {
+		return e
 	}
 	c := *e
 	c.ProductMaster, c.Location = nil, nil

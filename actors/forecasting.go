@@ -100,7 +100,9 @@ func (s *Forecasting) CreateEvent(ctx context.Context, p supplyplan.Principal, i
 		if err != nil {
 			return e, nil, err
 		}
-		return e, append(recs, st.EventChange(supplyplan.ChangeEventCreated, p.Actor(), nil, &e, now)...), nil
+		// The entry's pending effect points at the event as stored (recs[0]), not at a copy of it.
+		stored := recs[0].Value.(*supplyplan.ExternalEvent)
+		return e, append(recs, st.EventChange(supplyplan.ChangeEventCreated, p.Actor(), nil, stored, now)...), nil
 	})
 	if err == nil {
 		s.eventWritten(p.OrgID, nil, &e)
