@@ -53,7 +53,8 @@ func (s *ForecastingState) Versions() []ForecastVersion {
 // AddChange returns the records storing e and dropping the oldest entries beyond the cap. It
 // costs the same however many entries there are (the ids are kept in order).
 func (s *ForecastingState) AddChange(e ChangeEntry) []Record {
-	recs := []Record{Put(KindForecastChange, e.ID, &e)}
+	recs := make([]Record, 1, 2) // room for the oldest entry's delete, once at the cap
+	recs[0] = Put(KindForecastChange, e.ID, &e)
 	if over := len(s.Changes) + 1 - MaxChangeEntries; over > 0 {
 		for _, id := range s.changeOrder[:min(over, len(s.changeOrder))] {
 			recs = append(recs, Del(KindForecastChange, id))

@@ -113,7 +113,9 @@ func (s *TenantState) AddEvent(e ExternalEvent) (ExternalEvent, []Record, error)
 	}
 	e.ID = NewID("evt")
 	stored := e
-	return s.expand(e), []Record{Put(KindEvent, e.ID, &stored)}, nil
+	recs := make([]Record, 1, 3) // room for the change-history entry the caller appends (and the delete of the oldest)
+	recs[0] = Put(KindEvent, e.ID, &stored)
+	return s.expand(e), recs, nil
 }
 
 // UpdateEvent applies a partial update to one of the tenant's events.

@@ -95,19 +95,31 @@ func (s *Forecasting) CreateEvent(ctx context.Context, p supplyplan.Principal, i
 	if err != nil {
 		return supplyplan.ExternalEvent{}, err
 	}
-	e, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
+	// The transaction answers with the event as stored and its expanded references, not with a
+	// copy of the expanded event: its value travels in the transaction's allocation (txCall), and
+	// the copy was ~250 bytes more per write for the collector.
+	type created struct {
+		stored  *supplyplan.ExternalEvent
+		product *supplyplan.ProductRef
+		loc     *supplyplan.LocationRef
+	}
+	c, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (created, []supplyplan.Record, error) {
 		e, recs, err := st.AddEvent(prepared)
 		if err != nil {
-			return e, nil, err
+			return created{}, nil, err
 		}
 		// The entry's pending effect points at the event as stored (recs[0]), not at a copy of it.
 		stored := recs[0].Value.(*supplyplan.ExternalEvent)
-		return e, append(recs, st.EventChange(supplyplan.ChangeEventCreated, p.Actor(), nil, stored, now)...), nil
+		return created{stored, e.ProductMaster, e.Location},
+			append(recs, st.EventChange(supplyplan.ChangeEventCreated, p.Actor(), nil, stored, now)...), nil
 	})
-	if err == nil {
-		s.eventWritten(p.OrgID, nil, &e)
+	if err != nil {
+		return supplyplan.ExternalEvent{}, err
 	}
-	return e, err
+	s.eventWritten(p.OrgID, nil, c.stored)
+	e := *c.stored
+	e.ProductMaster, e.Location = c.product, c.loc
+	return e, nil
 }
 
 // eventWritten invalidates the forecasts an event write touches and wakes the change recorder,
