@@ -230,12 +230,17 @@ func (p *fastJSON) strPtr(dst **string) bool {
 	if !ok {
 		return false
 	}
+	p.keep(dst, string(s))
+	return true
+}
+
+// keep points dst at v, held in the current block of strs.
+func (p *fastJSON) keep(dst **string, v string) {
 	if len(p.strs) == cap(p.strs) {
 		p.strs = make([]string, 0, 8)
 	}
-	p.strs = append(p.strs, string(s))
+	p.strs = append(p.strs, v)
 	*dst = &p.strs[len(p.strs)-1]
-	return true
 }
 
 // The values of the enum fields, as strings: an event's type and stacking mode are kept in the
@@ -265,22 +270,13 @@ func (p *fastJSON) enumPtr(dst **string, names []string) bool {
 	if !ok {
 		return false
 	}
-	v := ""
-	found := false
 	for _, n := range names {
 		if string(s) == n {
-			v, found = n, true
-			break
+			p.keep(dst, n)
+			return true
 		}
 	}
-	if !found {
-		v = string(s)
-	}
-	if len(p.strs) == cap(p.strs) {
-		p.strs = make([]string, 0, 8)
-	}
-	p.strs = append(p.strs, v)
-	*dst = &p.strs[len(p.strs)-1]
+	p.keep(dst, string(s))
 	return true
 }
 
