@@ -191,6 +191,7 @@ func (d *durable[S]) Receive(c *actor.Context) {
 			d.stash = append(d.stash, m)
 			return
 		}
+		warmStack(0)
 		d.run(m)
 	case idemLookupMsg:
 		if d.retired != nil {
