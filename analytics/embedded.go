@@ -75,7 +75,10 @@ type EmbeddedStore struct {
 type writeReq struct {
 	buf    []byte                   // frames
 	writes []supplyplan.SignalWrite // AddSignals: filled by apply
-	done   chan error
+	// keys are the dedup keys of AddSignals' signals, in the order buf holds them: hashed on the
+	// caller's goroutine rather than in the committer, which every write waits for.
+	keys []sigKey
+	done chan error
 }
 
 // NewEmbeddedStore returns a store over cfg.Dir; Open loads it.
@@ -200,7 +203,11 @@ func (s *EmbeddedStore) AddSignals(ctx context.Context, orgID string, signals []
 	if len(signals) == 0 {
 		return []supplyplan.SignalWrite{}, nil
 	}
-	r := &writeReq{buf: encodeSignals(make([]byte, 0, 64+len(signals)*48), orgID, signals), writes: make([]supplyplan.SignalWrite, 0, len(signals))}
+	keys := make([]sigKey, len(signals))
+	for i := range signals {
+		keys[i] = keyOf(signals[i].SignalID)
+	}
+	r := &writeReq{buf: encodeSignals(make([]byte, 0, 64+len(signals)*48), orgID, signals), writes: make([]supplyplan.SignalWrite, 0, len(signals)), keys: keys}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, err
 	}
@@ -293,21 +300,22 @@ func (s *EmbeddedStore) commit(batch []*writeReq) {
 	}
 	for _, r := range batch {
 		if err == nil {
-			if aerr := s.applyFrames(r.buf, &r.writes); aerr != nil {
+			if aerr := s.applyFrames(r.buf, &r.writes, r.keys); aerr != nil {
 				s.failed = fmt.Errorf("apply demand record: %w", aerr)
 				s.log.Error("demand store: applying a written record failed", "err", aerr)
-				r.buf = nil
+				r.buf, r.keys = nil, nil
 				r.done <- s.failed
 				continue
 			}
 		}
-		r.buf = nil
+		r.buf, r.keys = nil, nil
 		r.done <- err
 	}
 }
 
-// applyFrames applies every frame in buf (as written by encodeUpsert/encodeSignals).
-func (s *EmbeddedStore) applyFrames(buf []byte, writes *[]supplyplan.SignalWrite) error {
+// applyFrames applies every frame in buf (as written by encodeUpsert/encodeSignals); keys, when
+// not nil, are the dedup keys of its signals in order (writeReq.keys).
+func (s *EmbeddedStore) applyFrames(buf []byte, writes *[]supplyplan.SignalWrite, keys []sigKey) error {
 	for len(buf) > 0 {
 		if len(buf) < frameHeaderLen {
 			return errCorrupt
@@ -316,7 +324,7 @@ func (s *EmbeddedStore) applyFrames(buf []byte, writes *[]supplyplan.SignalWrite
 		if len(buf) < frameHeaderLen+n {
 			return errCorrupt
 		}
-		if err := s.apply(buf[frameHeaderLen:frameHeaderLen+n], writes); err != nil {
+		if err := s.applyKeyed(buf[frameHeaderLen:frameHeaderLen+n], writes, &keys); err != nil {
 			return err
 		}
 		buf = buf[frameHeaderLen+n:]
@@ -352,6 +360,12 @@ func (s *EmbeddedStore) tenant(org string) *tenant {
 // *writes when writes is not nil. The whole record is applied under the tenant's lock, so that a
 // snapshot sees all of it or none of it.
 func (s *EmbeddedStore) apply(p []byte, writes *[]supplyplan.SignalWrite) error {
+	return s.applyKeyed(p, writes, nil)
+}
+
+// applyKeyed is apply with the dedup keys of a signals record's ids in *keys, when keys is not
+// nil and holds them (it is advanced past them); else they are hashed here.
+func (s *EmbeddedStore) applyKeyed(p []byte, writes *[]supplyplan.SignalWrite, keys *[]sigKey) error {
 	d := dec{b: p}
 	kind := d.byte()
 	org := d.view()
@@ -398,12 +412,25 @@ func (s *EmbeddedStore) apply(p []byte, writes *[]supplyplan.SignalWrite) error 
 		n := d.count()
 		floor, bounded := t.sigFloor()
 		newest, has := t.sigNewest, t.sigHasNewest
+		var known []sigKey // the record's keys, hashed by the caller
+		if keys != nil && len(*keys) >= n && d.err == nil {
+			known, *keys = (*keys)[:n], (*keys)[n:]
+		}
 		for i := 0; i < n && d.err == nil; i++ {
+			if known != nil && i%sigTouchAhead == 0 {
+				t.sigTouched += t.signals.touch(known[i:min(i+sigTouchAhead, n)])
+			}
 			id := d.view()
 			key := supplyplan.DemandKey{SKU: d.view(), Location: d.view(), Channel: d.view()}
 			day, qty := d.day(), d.float()
 			if d.err != nil {
 				break
+			}
+			var k sigKey
+			if known != nil {
+				k = known[i]
+			} else {
+				k = keyOf(id)
 			}
 			w := supplyplan.SignalWritten
 			switch {
@@ -411,7 +438,7 @@ func (s *EmbeddedStore) apply(p []byte, writes *[]supplyplan.SignalWrite) error 
 				w = supplyplan.SignalTooLate
 			// One probe of the dedup set: the insert tells a new id (a lookup then an insert cost
 			// two, and the set is far larger than the CPU caches).
-			case !t.signals.add(keyOf(id), day):
+			case !t.signals.add(k, day):
 				w = supplyplan.SignalSeen
 			}
 			if writes != nil {

@@ -386,13 +386,14 @@ type seriesPage struct {
 
 // tenant is one organization's data. The committer writes under mu; readers hold it shared.
 type tenant struct {
-	mu      sync.RWMutex
-	names   []string          // interned strings by id
-	ids     map[string]uint32 // string -> id
-	pages   []seriesPage
-	count   int32
-	items   map[item]int32 // the first series (channel) of a sku and location
-	signals sigSet         // keys of the applied signal ids of the dedup window
+	mu         sync.RWMutex
+	names      []string          // interned strings by id
+	ids        map[string]uint32 // string -> id
+	pages      []seriesPage
+	count      int32
+	items      map[item]int32 // the first series (channel) of a sku and location
+	signals    sigSet         // keys of the applied signal ids of the dedup window
+	sigTouched uint64         // what sigSet.touch read, kept so that its loads stay
 	// sigNewest is the Unix day of the newest week of the applied signals (when sigHasNewest): the
 	// dedup window (supplyplan.SignalDedupWeeks) ends there.
 	sigNewest    int32

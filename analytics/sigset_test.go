@@ -123,6 +123,26 @@ func BenchmarkSigSetAdd(b *testing.B) {
 			}
 		}
 	})
+	// As the committer inserts a signals record whose keys the caller hashed: each run of
+	// sigTouchAhead keys touched first.
+	b.Run("sigSet touched ahead", func(b *testing.B) {
+		var s sigSet
+		for _, k := range keys[:n] {
+			s.add(k, 0)
+		}
+		var sink uint64
+		i := n
+		for b.Loop() {
+			if (i-n)%sigTouchAhead == 0 {
+				sink += s.touch(keys[i:min(i+sigTouchAhead, len(keys))])
+			}
+			s.add(keys[i], 0)
+			if i++; i == len(keys) {
+				i = n
+			}
+		}
+		_ = sink
+	})
 	b.Run("map", func(b *testing.B) {
 		m := map[sigKey]struct{}{}
 		for _, k := range keys[:n] {

@@ -192,3 +192,66 @@ func compactRows(t *testing.T, s *EmbeddedStore) {
 		t.Fatal(err)
 	}
 }
+
+// TestEmbeddedSignalKeysOfTheCaller: AddSignals hashes its signals' ids on the caller's goroutine
+// and the committer takes the keys in order across the frames of one call (a call of more than
+// maxRecordItems signals is several records); a replay of the log hashes the ids itself. Both must
+// judge every id the same: the duplicates inside a call, and every id again after a reopen.
+func TestEmbeddedSignalKeysOfTheCaller(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demand")
+	s := NewEmbeddedStore(EmbeddedConfig{Dir: dir})
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	week := time.Date(2024, 1, 1, 1, 0, 0, 0, time.UTC)
+	n := maxRecordItems + 1000
+	sigs := make([]supplyplan.DemandSignal, n)
+	for i := range sigs {
+		id := fmt.Sprintf("k-%d", i)
+		if i%7 == 3 { // the id of a signal before it, in this frame or the one before
+			id = fmt.Sprintf("k-%d", i-3-(i%2)*(maxRecordItems/2))
+		}
+		sigs[i] = supplyplan.DemandSignal{SignalID: id, SKU: "S", Location: "L", Channel: "WEB", OccurredAt: week, Quantity: 1}
+	}
+	want := func(i int) supplyplan.SignalWrite {
+		if i%7 == 3 && i-3-(i%2)*(maxRecordItems/2) >= 0 {
+			return supplyplan.SignalSeen
+		}
+		return supplyplan.SignalWritten
+	}
+	writes, err := s.AddSignals(ctx, "org", sigs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := 0
+	for i, w := range writes {
+		if w != want(i) {
+			t.Fatalf("signal %d (%s): %v, want %v", i, sigs[i].SignalID, w, want(i))
+		}
+		if w == supplyplan.SignalWritten {
+			written++
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = NewEmbeddedStore(EmbeddedConfig{Dir: dir})
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hist, err := s.Series(ctx, "org", supplyplan.DemandKey{SKU: "S", Location: "L", Channel: "WEB"}, time.Time{}, time.Time{})
+	if err != nil || len(hist) != 1 || hist[0].Actual != float64(written) {
+		t.Fatalf("history after the reopen: %+v %v, want one week of %d", hist, err, written)
+	}
+	again, err := s.AddSignals(ctx, "org", append(sigs[:0:0], sigs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range again {
+		if w != supplyplan.SignalSeen {
+			t.Fatalf("signal %d (%s) after the reopen: %v, want seen", i, sigs[i].SignalID, w)
+		}
+	}
+}
