@@ -53,8 +53,12 @@ func (s *ForecastingState) Versions() []ForecastVersion {
 // AddChange returns the records storing e and dropping the oldest entries beyond the cap. It
 // costs the same however many entries there are (the ids are kept in order).
 func (s *ForecastingState) AddChange(e ChangeEntry) []Record {
-	recs := make([]Record, 1, 2) // room for the oldest entry's delete, once at the cap
-	recs[0] = Put(KindForecastChange, e.ID, &e)
+	return s.appendChange(make([]Record, 0, 2), e) // room for the oldest entry's delete, once at the cap
+}
+
+// appendChange appends AddChange's records to recs.
+func (s *ForecastingState) appendChange(recs []Record, e ChangeEntry) []Record {
+	recs = append(recs, Put(KindForecastChange, e.ID, &e))
 	if over := len(s.Changes) + 1 - MaxChangeEntries; over > 0 {
 		for _, id := range s.changeOrder[:min(over, len(s.changeOrder))] {
 			recs = append(recs, Del(KindForecastChange, id))
@@ -147,6 +151,12 @@ const ChangeHorizonWeeks = DefaultHorizonWeeks
 // (OUTSIDE_HORIZON, delta 0); otherwise it is PENDING and keeps both versions until its figures
 // are computed and written as an update of the same entry.
 func (s *ForecastingState) EventChange(typ, actor string, old, new *ExternalEvent, now time.Time) []Record {
+	return s.AppendEventChange(nil, typ, actor, old, new, now)
+}
+
+// AppendEventChange appends EventChange's records to recs (a write's own records: one slice for
+// all of them).
+func (s *ForecastingState) AppendEventChange(recs []Record, typ, actor string, old, new *ExternalEvent, now time.Time) []Record {
 	ref := new
 	if ref == nil {
 		ref = old
@@ -174,7 +184,10 @@ func (s *ForecastingState) EventChange(typ, actor string, old, new *ExternalEven
 		zero := Quantity(0)
 		e.Delta = &zero
 	}
-	return s.AddChange(e)
+	if recs == nil {
+		recs = make([]Record, 0, 2) // room for the oldest entry's delete, once at the cap
+	}
+	return s.appendChange(recs, e)
 }
 
 // bareEvent copies an event without its expanded product and location.

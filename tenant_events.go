@@ -47,19 +47,34 @@ func (s *TenantState) GetEvent(id string, global EventLookup) (ExternalEvent, er
 // expand fills the productMaster and location objects from the catalog (ids alone when the
 // product or location has since disappeared).
 func (s *TenantState) expand(e ExternalEvent) ExternalEvent {
+	pr, lr := s.EventRefs(&e)
+	if pr != nil {
+		e.ProductMaster = pr
+	}
+	if lr != nil {
+		e.Location = lr
+	}
+	return e
+}
+
+// EventRefs returns the productMaster and location objects of e (expand), nil for what e does not
+// name.
+func (s *TenantState) EventRefs(e *ExternalEvent) (*ProductRef, *LocationRef) {
+	var pr *ProductRef
+	var lr *LocationRef
 	if e.ProductMasterID != "" {
-		e.ProductMaster = &ProductRef{ID: e.ProductMasterID, Name: e.ProductMasterID, SKU: e.ProductMasterID}
+		pr = &ProductRef{ID: e.ProductMasterID, Name: e.ProductMasterID, SKU: e.ProductMasterID}
 		if p, ok := s.Products[e.ProductMasterID]; ok {
-			e.ProductMaster.Name, e.ProductMaster.SKU = p.Name, p.SKU
+			pr.Name, pr.SKU = p.Name, p.SKU
 		}
 	}
 	if e.LocationID != "" {
-		e.Location = &LocationRef{ID: e.LocationID, Name: e.LocationID}
+		lr = &LocationRef{ID: e.LocationID, Name: e.LocationID}
 		if l, ok := s.Locations[e.LocationID]; ok {
-			e.Location.Name, e.Location.Code = l.Name, l.Code
+			lr.Name, lr.Code = l.Name, l.Code
 		}
 	}
-	return e
+	return pr, lr
 }
 
 // resolveEventRefs checks that the event's product and location exist (a product may be named by
@@ -91,7 +106,11 @@ func (s *TenantState) CreateEvent(in EventInput, now time.Time) (ExternalEvent, 
 	if err != nil {
 		return ExternalEvent{}, nil, err
 	}
-	return s.AddEvent(e)
+	recs, err := s.AddEvent(&e)
+	if err != nil {
+		return ExternalEvent{}, nil, err
+	}
+	return s.expand(e), recs, nil
 }
 
 // PrepareEvent is the part of CreateEvent that needs no state: validation (dates parsed) and the
@@ -107,15 +126,16 @@ func PrepareEvent(in EventInput, now time.Time) (ExternalEvent, error) {
 
 // AddEvent is the part of CreateEvent that needs the state, for an event from PrepareEvent: its
 // product and location checked, its id given (in the actor: ids follow the order of the writes).
-func (s *TenantState) AddEvent(e ExternalEvent) (ExternalEvent, []Record, error) {
-	if err := s.resolveEventRefs(&e); err != nil {
-		return ExternalEvent{}, nil, err
+// The state keeps e itself (its record's value): the caller must not change it after, and reads
+// its expanded references with EventRefs.
+func (s *TenantState) AddEvent(e *ExternalEvent) ([]Record, error) {
+	if err := s.resolveEventRefs(e); err != nil {
+		return nil, err
 	}
 	e.ID = NewID("evt")
-	stored := e
 	recs := make([]Record, 1, 3) // room for the change-history entry the caller appends (and the delete of the oldest)
-	recs[0] = Put(KindEvent, e.ID, &stored)
-	return s.expand(e), recs, nil
+	recs[0] = Put(KindEvent, e.ID, e)
+	return recs, nil
 }
 
 // UpdateEvent applies a partial update to one of the tenant's events.
