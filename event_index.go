@@ -8,32 +8,40 @@ import (
 // eventIndex files a tenant's events by scope, so that the events of one series are found in
 // proportion to their number, not to the tenant's. It is derived from ForecastingState.Events: kept up
 // to date by Apply and rebuilt on load.
+//
+// Its sets are keyed by the event's pointer (the one in Events): a key of one word, against the id
+// string and the pointer of a map[string]*ExternalEvent, is half the words the collector visits
+// in a set holding every event of a tenant, and a cheaper hash on every event write.
 type eventIndex struct {
-	orgWide    map[string]*ExternalEvent
-	byProduct  map[string]map[string]*ExternalEvent    // a product and no location
-	byLocation map[string]map[string]*ExternalEvent    // a location and no product
-	bySeries   map[[2]string]map[string]*ExternalEvent // a product and a location
+	orgWide    eventSet
+	byProduct  map[string]eventSet    // a product and no location
+	byLocation map[string]eventSet    // a location and no product
+	bySeries   map[[2]string]eventSet // a product and a location
 }
+
+// eventSet is a set of stored events. An event leaves it by the pointer it was added with: Apply
+// removes the one Events held.
+type eventSet map[*ExternalEvent]struct{}
 
 func (ix *eventIndex) reset(n int) {
-	ix.orgWide = map[string]*ExternalEvent{}
-	ix.byProduct = map[string]map[string]*ExternalEvent{}
-	ix.byLocation = map[string]map[string]*ExternalEvent{}
-	ix.bySeries = make(map[[2]string]map[string]*ExternalEvent, n/8)
+	ix.orgWide = eventSet{}
+	ix.byProduct = map[string]eventSet{}
+	ix.byLocation = map[string]eventSet{}
+	ix.bySeries = make(map[[2]string]eventSet, n/8)
 }
 
-func addTo[K comparable](m map[K]map[string]*ExternalEvent, k K, e *ExternalEvent) {
+func addTo[K comparable](m map[K]eventSet, k K, e *ExternalEvent) {
 	g := m[k]
 	if g == nil {
-		g = map[string]*ExternalEvent{}
+		g = eventSet{}
 		m[k] = g
 	}
-	g[e.ID] = e
+	g[e] = struct{}{}
 }
 
-func removeFrom[K comparable](m map[K]map[string]*ExternalEvent, k K, id string) {
+func removeFrom[K comparable](m map[K]eventSet, k K, e *ExternalEvent) {
 	if g := m[k]; g != nil {
-		delete(g, id)
+		delete(g, e)
 		if len(g) == 0 {
 			delete(m, k)
 		}
@@ -49,20 +57,20 @@ func (ix *eventIndex) add(e *ExternalEvent) {
 	case e.LocationID != "":
 		addTo(ix.byLocation, e.LocationID, e)
 	default:
-		ix.orgWide[e.ID] = e
+		ix.orgWide[e] = struct{}{}
 	}
 }
 
 func (ix *eventIndex) remove(e *ExternalEvent) {
 	switch {
 	case e.ProductMasterID != "" && e.LocationID != "":
-		removeFrom(ix.bySeries, [2]string{e.ProductMasterID, e.LocationID}, e.ID)
+		removeFrom(ix.bySeries, [2]string{e.ProductMasterID, e.LocationID}, e)
 	case e.ProductMasterID != "":
-		removeFrom(ix.byProduct, e.ProductMasterID, e.ID)
+		removeFrom(ix.byProduct, e.ProductMasterID, e)
 	case e.LocationID != "":
-		removeFrom(ix.byLocation, e.LocationID, e.ID)
+		removeFrom(ix.byLocation, e.LocationID, e)
 	default:
-		delete(ix.orgWide, e.ID)
+		delete(ix.orgWide, e)
 	}
 }
 
@@ -74,21 +82,21 @@ func (ix *eventIndex) remove(e *ExternalEvent) {
 // must not change them.
 func (s *ForecastingState) EventsFor(product, location string, dst []*ExternalEvent) []*ExternalEvent {
 	ix := &s.events
-	for _, e := range ix.orgWide {
+	for e := range ix.orgWide {
 		dst = append(dst, e)
 	}
 	if product != "" {
-		for _, e := range ix.byProduct[product] {
+		for e := range ix.byProduct[product] {
 			dst = append(dst, e)
 		}
 	}
 	if location != "" {
-		for _, e := range ix.byLocation[location] {
+		for e := range ix.byLocation[location] {
 			dst = append(dst, e)
 		}
 	}
 	if product != "" && location != "" {
-		for _, e := range ix.bySeries[[2]string{product, location}] {
+		for e := range ix.bySeries[[2]string{product, location}] {
 			dst = append(dst, e)
 		}
 	}

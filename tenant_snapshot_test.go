@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -297,10 +298,13 @@ func TestTenantSnapshotCompatible(t *testing.T) {
 	if q := replayed.TakeQuarantined(); len(q) != 0 {
 		t.Errorf("replaying the fixture quarantined %v", q)
 	}
-	// reflect.DeepEqual compares unexported fields too: the derived indexes must match.
+	// reflect.DeepEqual compares unexported fields too: the derived indexes must match (the event
+	// index, keyed by the events' pointers, by the ids it files).
+	restore := sameEventIndex(t, loaded, replayed)
 	if !reflect.DeepEqual(loaded, replayed) {
 		t.Errorf("snapshot state differs from journal state:\nsnapshot %+v\njournal  %+v", loaded, replayed)
 	}
+	restore()
 
 	// The indexes answer as they did.
 	if p, ok := loaded.ProductBySKU("AJ-1L-NEW"); !ok || p.ID != "P2" {
@@ -539,9 +543,11 @@ func TestTenantLedgerSnapshotCompatible(t *testing.T) {
 	}
 	loaded.aidx, replayed.aidx = nil, nil         // derived
 	loaded.receipts, replayed.receipts = nil, nil // a derived cache the reads above built
+	restore := sameEventIndex(t, loaded, replayed)
 	if !reflect.DeepEqual(loaded, replayed) {
 		t.Errorf("snapshot state differs from journal state:\nsnapshot %+v\njournal  %+v", loaded, replayed)
 	}
+	restore()
 	again, err := json.Marshal(loaded)
 	if err != nil {
 		t.Fatal(err)
@@ -556,4 +562,37 @@ func TestTenantLedgerSnapshotCompatible(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("re-encoded snapshot differs from the fixture:\n%s", again)
 	}
+}
+
+// sameEventIndex checks that two states file the same event ids under the same scopes, then
+// clears both indexes (keyed by pointers, which reflect.DeepEqual compares by address) until
+// the function it returns puts them back.
+func sameEventIndex(t *testing.T, a, b *TenantState) (restore func()) {
+	t.Helper()
+	ids := func(ix *eventIndex) map[string][]string {
+		out := map[string][]string{}
+		file := func(scope string, set eventSet) {
+			for e := range set {
+				out[scope] = append(out[scope], e.ID)
+			}
+			slices.Sort(out[scope])
+		}
+		file("org", ix.orgWide)
+		for k, set := range ix.byProduct {
+			file("product "+k, set)
+		}
+		for k, set := range ix.byLocation {
+			file("location "+k, set)
+		}
+		for k, set := range ix.bySeries {
+			file("series "+k[0]+" "+k[1], set)
+		}
+		return out
+	}
+	if x, y := ids(&a.events), ids(&b.events); !reflect.DeepEqual(x, y) {
+		t.Errorf("event indexes differ:\n%v\n%v", x, y)
+	}
+	ia, ib := a.events, b.events
+	a.events, b.events = eventIndex{}, eventIndex{}
+	return func() { a.events, b.events = ia, ib }
 }
