@@ -15,7 +15,7 @@ import (
 //
 //	go test ./cmd/supplyplan -run '^$' -bench 'APIScenarioGet|APIEventPost' -benchtime 3s
 func BenchmarkAPIScenarioGet(b *testing.B) {
-	s := MustStart(b, "")
+	s := MustStart(b, "", noRateLimits) // in process, one key reads faster than its default limit
 	r := s.Do("POST", "/api/forecast/scenarios", s.Key("PLANNER"), `{"name":"Benchmark scenario","type":"PROMOTIONAL","assumptions":{"narrative":"steady","globalLiftPct":0.05,"categoryAdjustments":[{"categoryId":"beverages","liftPct":0.1}]}}`)
 	if r.Status != 201 {
 		b.Fatalf("create scenario: %d %s", r.Status, r.Body)
@@ -76,4 +76,9 @@ func BenchmarkAPIEventPost(b *testing.B) {
 			}
 		}
 	})
+}
+
+// noRateLimits turns the REST API's rate limits off (0 rps: no limit).
+func noRateLimits(c *Config) {
+	c.RateLimitRPS, c.RateLimitOrgRPS, c.RateLimitImportRPS = 0, 0, 0
 }

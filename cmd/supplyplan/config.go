@@ -37,6 +37,8 @@ type Config struct {
 	ForecastCacheMB int
 	// GCHeadroomPct bounds the heap's growth past the live data between collections (gc.go).
 	GCHeadroomPct int
+	// ExtraProcs is how many more Ps than the runtime's default the scheduler gets (procs.go).
+	ExtraProcs int
 
 	KafkaBrokers string
 	KafkaTopic   string
@@ -168,6 +170,7 @@ func DefaultConfig() Config {
 		SnapshotEvery:   envInt("SUPPLYPLAN_SNAPSHOT_EVERY", 10000),
 		ForecastCacheMB: envInt("SUPPLYPLAN_FORECAST_CACHE_MB", 1024),
 		GCHeadroomPct:   envInt("SUPPLYPLAN_GC_HEADROOM_PCT", 50),
+		ExtraProcs:      envInt("SUPPLYPLAN_EXTRA_PROCS", 1),
 		DebugAddr:       envString("SUPPLYPLAN_DEBUG_ADDR", ""),
 		OpsAddr:         envString("SUPPLYPLAN_OPS_ADDR", ""),
 		LogFormat:       envString("SUPPLYPLAN_LOG_FORMAT", "text"),
@@ -316,6 +319,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.AllocationSafetyShare, "allocation-safety-stock-share", c.AllocationSafetyShare, "part of each level's reorder point allocation may not promise, 0 to 1 (SUPPLYPLAN_ALLOCATION_SAFETY_STOCK_SHARE)")
 	fs.IntVar(&c.SnapshotEvery, "snapshot-every", c.SnapshotEvery, "journal entries between snapshots of a tenant (SUPPLYPLAN_SNAPSHOT_EVERY)")
 	fs.IntVar(&c.GCHeadroomPct, "gc-headroom-pct", c.GCHeadroomPct, "how far (percent of the live heap, at least 256 MiB) the heap may grow between garbage collections; 0 leaves Go's default (GOGC=100: it doubles); ignored when GOGC or GOMEMLIMIT is set (SUPPLYPLAN_GC_HEADROOM_PCT)")
+	fs.IntVar(&c.ExtraProcs, "extra-procs", c.ExtraProcs, "how many more goroutine schedulers (Ps) than CPUs the service runs with, so that a thread blocked in a journal's fsync does not hold one of the CPUs' (0 to 8; 0: Go's default); ignored when GOMAXPROCS is set (SUPPLYPLAN_EXTRA_PROCS)")
 	fs.IntVar(&c.ForecastCacheMB, "forecast-cache-mb", c.ForecastCacheMB, "MiB of computed forecasts kept for reuse across tenants, least recently used out first (SUPPLYPLAN_FORECAST_CACHE_MB)")
 	fs.StringVar(&c.RegistryAddr, "registry-addr", c.RegistryAddr, "MCP registry discovery endpoint listen address (SUPPLYPLAN_REGISTRY_ADDR)")
 	fs.StringVar(&c.ToolsAddr, "tools-addr", c.ToolsAddr, "hosted commerce tool service listen address (SUPPLYPLAN_TOOLS_ADDR)")

@@ -101,6 +101,11 @@ func serve(name string, args []string, surfaces Surfaces, stdout, stderr io.Writ
 	}
 	slog.SetDefault(logger) // hollywood logs through the default logger
 	defer gcHeadroom(cfg.GCHeadroomPct)()
+	restoreProcs, err := extraProcs(cfg.ExtraProcs)
+	if err != nil {
+		return err
+	}
+	defer restoreProcs()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
