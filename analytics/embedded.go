@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/supplyplan/supplyplan"
+	"github.com/supplyplan/supplyplan/internal/fsutil"
 )
 
 // ErrStoreClosed is returned by a store that is not open (before Open, after Close).
@@ -284,7 +285,7 @@ func (s *EmbeddedStore) commit(batch []*writeReq) {
 			}
 		}
 		if err == nil {
-			err = syscall.Fdatasync(int(s.f.Fd()))
+			err = fsutil.DataSync(s.f)
 		}
 		if err != nil {
 			// Cut a partial write back; even so, never write again after a failed sync (Linux may

