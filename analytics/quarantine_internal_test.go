@@ -98,14 +98,7 @@ func TestEmbeddedQuarantinesWeeksOutOfBounds(t *testing.T) {
 		}
 	}
 	check("live")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = NewEmbeddedStore(EmbeddedConfig{Dir: dir})
-	if err := s.Open(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopenEmbedded(t, s, dir)
 	if got := s.Quarantined(); got != 3 {
 		t.Fatalf("Quarantined() = %d, want 3 (the 1e308 week, the NaN week, the +Inf week)", got)
 	}

@@ -233,14 +233,7 @@ func TestEmbeddedSignalKeysOfTheCaller(t *testing.T) {
 			written++
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = NewEmbeddedStore(EmbeddedConfig{Dir: dir})
-	if err := s.Open(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopenEmbedded(t, s, dir)
 	hist, err := s.Series(ctx, "org", supplyplan.DemandKey{SKU: "S", Location: "L", Channel: "WEB"}, time.Time{}, time.Time{})
 	if err != nil || len(hist) != 1 || hist[0].Actual != float64(written) {
 		t.Fatalf("history after the reopen: %+v %v, want one week of %d", hist, err, written)
@@ -254,4 +247,18 @@ func TestEmbeddedSignalKeysOfTheCaller(t *testing.T) {
 			t.Fatalf("signal %d (%s) after the reopen: %v, want seen", i, sigs[i].SignalID, w)
 		}
 	}
+}
+
+// reopenEmbedded closes s and opens the store of dir again (a restart), closed with the test.
+func reopenEmbedded(t *testing.T, s *EmbeddedStore, dir string) *EmbeddedStore {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = NewEmbeddedStore(EmbeddedConfig{Dir: dir})
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
