@@ -797,7 +797,7 @@ func (c *txCall[S, T]) wait() (T, error) {
 	if c.mb == nil {
 		taken = nil
 	}
-	r, stopped, ended := awaitMailbox(c.mb, c.reply, taken, c.ctx.Done())
+	r, stopped, ended := awaitCtx(c.ctx, c.mb, c.reply, taken)
 	switch {
 	case stopped: // never taken, never run: no outcome to wait for
 		if c.queued != nil {
@@ -811,10 +811,7 @@ func (c *txCall[S, T]) wait() (T, error) {
 		if c.claim != nil {
 			c.claim.Abandon() // the transaction may still commit: its outcome is not this answer
 		}
-		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
-			return zero, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The request timed out")
-		}
-		return zero, c.ctx.Err()
+		return zero, endedErr(c.ctx)
 	}
 	if r.err != nil {
 		return zero, r.err

@@ -320,6 +320,57 @@ func TestAskTimesOutWhileTheActorGoesOn(t *testing.T) {
 	}
 }
 
+// deadlineOnlyCtx ends only at its deadline (as the http package's request context, seen from its
+// handler) and records whether anything asked for its Done channel.
+type deadlineOnlyCtx struct {
+	context.Context
+	doneAsked *atomic.Bool
+}
+
+func (c deadlineOnlyCtx) EndsOnlyAtDeadline() bool { return true }
+
+func (c deadlineOnlyCtx) Done() <-chan struct{} {
+	c.doneAsked.Store(true)
+	return c.Context.Done()
+}
+
+// A wait under a context that ends only at its deadline runs on a pooled timer (awaitCtx), never
+// on the context's Done: answers come as before, one timer serves many waits, and the deadline
+// still ends a wait the actor does not answer in time.
+func TestAskOnADeadlineOnlyContext(t *testing.T) {
+	e, pid := startNotes(t, newMemJournal(), 0)
+	var asked atomic.Bool
+	long, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 200 {
+		if _, err := ask(deadlineOnlyCtx{long, &asked}, bareEngine{e}, pid, putNote(fmt.Sprint("n", i), "x")); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	gate := make(chan struct{})
+	var opened sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
+	t.Cleanup(open) // before the actor's stop (cleanups run last first)
+	start := time.Now()
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	_, err := ask(deadlineOnlyCtx{short, &asked}, bareEngine{e}, pid, func(st *notes) (struct{}, []supplyplan.Record, error) {
+		<-gate
+		return putNote("late", "written after the timeout")(st)
+	})
+	if supplyplan.ErrorMessage(err) != "The request timed out" || time.Since(start) < 50*time.Millisecond {
+		t.Fatalf("err = %v after %v, want timed out at the deadline", err, time.Since(start))
+	}
+	open()
+	m, err := ask(deadlineOnlyCtx{long, &asked}, bareEngine{e}, pid, readNotes)
+	if err != nil || len(m) != 201 {
+		t.Fatalf("after the timeout: %d notes, %v; want 201", len(m), err)
+	}
+	if asked.Load() {
+		t.Fatal("a wait asked the deadline-only context for its Done channel")
+	}
+}
+
 // A transaction whose records do not apply is answered with the error, and the actor reloads from
 // the journal: the records applied before the failing one are gone from memory, as from disk.
 func TestDurableReloadsAfterAFailedApply(t *testing.T) {

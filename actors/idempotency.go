@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -292,15 +291,12 @@ func (s *Idempotency) lookupIdempotency(ctx context.Context, scope, key string) 
 	for i, ch := range replies {
 		// A lookup is answered when taken: one the actor never took when it stopped is refused.
 		mb := s.core.mailbox(pids[i])
-		r, stopped, ended := awaitMailbox(mb, ch, nil, ctx.Done())
+		r, stopped, ended := awaitCtx(ctx, mb, ch, nil)
 		switch {
 		case stopped:
 			return nil, s.core.refusal(mb.stream)
 		case ended:
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, supplyplan.Errorf(supplyplan.EUNAVAILABLE, "The request timed out")
-			}
-			return nil, ctx.Err()
+			return nil, endedErr(ctx)
 		}
 		if r.err != nil {
 			return nil, r.err

@@ -129,6 +129,16 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 	return c.done
 }
 
+// EndsOnlyAtDeadline reports whether, for the goroutine asking, the context can end only at its
+// deadline: it has not ended and nothing made its Done channel (close runs when the handler
+// returned, after any wait it made). A wait in the actors (awaitCtx) then sets a pooled timer to
+// the deadline instead of asking for Done, which makes a channel and a timer.
+func (c *deadlineCtx) EndsOnlyAtDeadline() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err == nil && c.done == nil
+}
+
 func (c *deadlineCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -17,6 +17,15 @@ func TestDeadlineCtx(t *testing.T) {
 	if err := c.Err(); err != nil {
 		t.Fatalf("Err() before the deadline = %v", err)
 	}
+	if !c.EndsOnlyAtDeadline() {
+		t.Fatal("EndsOnlyAtDeadline() = false before anything asked for Done")
+	}
+	asked := &deadlineCtx{deadline: time.Now().Add(time.Hour)}
+	_ = asked.Done()
+	if asked.EndsOnlyAtDeadline() {
+		t.Fatal("EndsOnlyAtDeadline() = true once Done was asked for (its channel is there to wait on)")
+	}
+	asked.close()
 	select {
 	case <-c.Done():
 	case <-time.After(5 * time.Second):
@@ -39,6 +48,9 @@ func TestDeadlineCtx(t *testing.T) {
 			_ = c.Done()
 		}
 		c.close()
+		if c.EndsOnlyAtDeadline() {
+			t.Fatal("EndsOnlyAtDeadline() = true after close")
+		}
 		select {
 		case <-c.Done():
 		case <-time.After(5 * time.Second):
