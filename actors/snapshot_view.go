@@ -235,6 +235,12 @@ func writeSnapshot(w *bufio.Writer, view any, entries []*supplyplan.IdempotencyE
 			}
 			continue
 		}
+		if evs, ok := fv.Interface().(map[string]*supplyplan.ExternalEvent); ok {
+			if err := writeEvents(w, enc, evs, room); err != nil {
+				return true, err
+			}
+			continue
+		}
 		inner := byte('{')
 		key, value := reflect.New(fv.Type().Key()).Elem(), reflect.New(fv.Type().Elem()).Elem()
 		it := fv.MapRange()
@@ -267,6 +273,55 @@ func writeSnapshot(w *bufio.Writer, view any, entries []*supplyplan.IdempotencyE
 		_ = w.WriteByte('{')
 	}
 	return true, w.WriteByte('}')
+}
+
+// eventBatch is how many events writeEvents reads ahead of encoding them.
+const eventBatch = 64
+
+// writeEvents writes a map of events as writeSnapshot's loop writes any map ({"id":event,...}),
+// without reflection and a batch at a time: the events of a batch are read (TouchEvents) before
+// the first of them is encoded, so that the cache misses of a walk over a large tenant's events,
+// scattered over the heap and visited in the map's order, overlap rather than come one after the
+// other. BenchmarkWriteSnapshotEvents: 930-1,050 ns per event through reflection, one at a time.
+func writeEvents(w *bufio.Writer, enc *json.Encoder, m map[string]*supplyplan.ExternalEvent, room func() error) error {
+	var keys [eventBatch]string
+	var evs [eventBatch]*supplyplan.ExternalEvent
+	inner := byte('{')
+	write := func(n int) error {
+		supplyplan.TouchEvents(evs[:n])
+		for i := range n {
+			if err := room(); err != nil {
+				return err
+			}
+			_ = w.WriteByte(inner)
+			inner = ','
+			_, _ = w.Write(supplyplan.AppendJSONString(w.AvailableBuffer(), keys[i]))
+			_ = w.WriteByte(':')
+			if b, ok := supplyplan.AppendJSON(w.AvailableBuffer(), evs[i]); ok {
+				_, _ = w.Write(b)
+			} else if err := enc.Encode(evs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n := 0
+	for k, e := range m {
+		keys[n], evs[n] = k, e
+		if n++; n == eventBatch {
+			if err := write(n); err != nil {
+				return err
+			}
+			n = 0
+		}
+	}
+	if err := write(n); err != nil {
+		return err
+	}
+	if inner == '{' {
+		_ = w.WriteByte('{')
+	}
+	return w.WriteByte('}')
 }
 
 // jsonField is a member of a viewable struct's JSON object.
