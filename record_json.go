@@ -1209,8 +1209,8 @@ func (r *Recommendation) appendJSON(b []byte) ([]byte, bool) {
 // touched keeps TouchEvents' loads from being removed as dead code.
 var touched atomic.Uint64
 
-// TouchEvents reads every event of evs, then the strings and the value each points to: the loads
-// of one pass do not depend on each other, so the processor has their cache misses in flight
+// TouchEvents reads every event of evs, then the strings and the value each points to, then each
+// value's lift (one more pointer): the loads of one pass do not depend on each other, so the processor has their cache misses in flight
 // together, and the encoding that follows (a snapshot's, of events visited in a map's order) finds
 // them in the cache rather than waiting for each in turn.
 func TouchEvents(evs []*ExternalEvent) {

@@ -282,7 +282,8 @@ const eventBatch = 64
 // without reflection and a batch at a time: the events of a batch are read (TouchEvents) before
 // the first of them is encoded, so that the cache misses of a walk over a large tenant's events,
 // scattered over the heap and visited in the map's order, overlap rather than come one after the
-// other. BenchmarkWriteSnapshotEvents: 930-1,050 ns per event through reflection, one at a time.
+// other. BenchmarkWriteSnapshotEvents: 930-1,050 ns per event through reflection one at a time,
+// 502-507 ns this way.
 func writeEvents(w *bufio.Writer, enc *json.Encoder, m map[string]*supplyplan.ExternalEvent, room func() error) error {
 	var keys [eventBatch]string
 	var evs [eventBatch]*supplyplan.ExternalEvent
