@@ -245,29 +245,13 @@ func writeSnapshot(w *bufio.Writer, view any, entries []*supplyplan.IdempotencyE
 		key, value := reflect.New(fv.Type().Key()).Elem(), reflect.New(fv.Type().Elem()).Elem()
 		it := fv.MapRange()
 		for it.Next() {
-			if err := room(); err != nil {
-				return true, err
-			}
-			_ = w.WriteByte(inner)
-			inner = ','
 			key.SetIterKey(it)
 			value.SetIterValue(it)
-			_, _ = w.Write(supplyplan.AppendJSONString(w.AvailableBuffer(), key.String()))
-			_ = w.WriteByte(':')
-			val := value.Interface()
-			// Values with a hand-written encoding (events, change-history entries) skip reflection.
-			if b, ok := supplyplan.AppendJSON(w.AvailableBuffer(), val); ok {
-				_, _ = w.Write(b)
-				continue
-			}
-			if err := enc.Encode(val); err != nil {
+			if err := writeMember(w, enc, &inner, key.String(), value.Interface(), room); err != nil {
 				return true, err
 			}
 		}
-		if inner == '{' {
-			_ = w.WriteByte('{')
-		}
-		_ = w.WriteByte('}')
+		endMap(w, inner)
 	}
 	if sep == '{' {
 		_ = w.WriteByte('{')
@@ -291,16 +275,7 @@ func writeEvents(w *bufio.Writer, enc *json.Encoder, m map[string]*supplyplan.Ex
 	write := func(n int) error {
 		supplyplan.TouchEvents(evs[:n])
 		for i := range n {
-			if err := room(); err != nil {
-				return err
-			}
-			_ = w.WriteByte(inner)
-			inner = ','
-			_, _ = w.Write(supplyplan.AppendJSONString(w.AvailableBuffer(), keys[i]))
-			_ = w.WriteByte(':')
-			if b, ok := supplyplan.AppendJSON(w.AvailableBuffer(), evs[i]); ok {
-				_, _ = w.Write(b)
-			} else if err := enc.Encode(evs[i]); err != nil {
+			if err := writeMember(w, enc, &inner, keys[i], evs[i], room); err != nil {
 				return err
 			}
 		}
@@ -319,10 +294,34 @@ func writeEvents(w *bufio.Writer, enc *json.Encoder, m map[string]*supplyplan.Ex
 	if err := write(n); err != nil {
 		return err
 	}
+	endMap(w, inner)
+	return nil
+}
+
+// writeMember writes one member of a map's object: its separator (inner, '{' for the first, then
+// ','), its key and its value. Values with a hand-written encoding (events, change-history
+// entries) skip reflection.
+func writeMember(w *bufio.Writer, enc *json.Encoder, inner *byte, key string, val any, room func() error) error {
+	if err := room(); err != nil {
+		return err
+	}
+	_ = w.WriteByte(*inner)
+	*inner = ','
+	_, _ = w.Write(supplyplan.AppendJSONString(w.AvailableBuffer(), key))
+	_ = w.WriteByte(':')
+	if b, ok := supplyplan.AppendJSON(w.AvailableBuffer(), val); ok {
+		_, _ = w.Write(b)
+		return nil
+	}
+	return enc.Encode(val)
+}
+
+// endMap closes a map's object (an empty one when inner is still '{').
+func endMap(w *bufio.Writer, inner byte) {
 	if inner == '{' {
 		_ = w.WriteByte('{')
 	}
-	return w.WriteByte('}')
+	_ = w.WriteByte('}')
 }
 
 // jsonField is a member of a viewable struct's JSON object.
