@@ -3,8 +3,10 @@ package supplyplan
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -886,15 +888,17 @@ func TestLoopResolveMatchesAFullScan(t *testing.T) {
 					want = append(want, all[i])
 				}
 			}
-			got, err := f.s.Resolve(name, spec, incPre)
-			if len(want) == 0 {
-				if ErrorCode(err) != ENOTFOUND {
-					t.Errorf("%q (includePrerelease %v): %+v %v, want not found", spec, incPre, got, err)
+			for pass := range 2 { // the second answer comes from the view's memo
+				got, err := f.s.Resolve(name, spec, incPre)
+				if len(want) == 0 {
+					if ErrorCode(err) != ENOTFOUND {
+						t.Errorf("%q (includePrerelease %v, pass %d): %+v %v, want not found", spec, incPre, pass, got, err)
+					}
+					continue
 				}
-				continue
-			}
-			if err != nil || strings.Join(got.Candidates, ",") != strings.Join(want, ",") || got.Version != want[0] {
-				t.Errorf("%q (includePrerelease %v): %v %v, want %v", spec, incPre, got.Candidates, err, want)
+				if err != nil || strings.Join(got.Candidates, ",") != strings.Join(want, ",") || got.Version != want[0] {
+					t.Errorf("%q (includePrerelease %v, pass %d): %v %v, want %v", spec, incPre, pass, got.Candidates, err, want)
+				}
 			}
 		}
 	}
@@ -965,6 +969,9 @@ func TestLoopViewIsASnapshot(t *testing.T) {
 	if again, _ := f.s.View(name); again != before {
 		t.Fatal("an unchanged loop's view is built again")
 	}
+	if r, err := before.Resolve("^1", false); err != nil || r.Version != "1.0.0" { // memoized in the old view
+		t.Fatalf("resolve before the changes: %+v, %v", r, err)
+	}
 	f.mustPublish(name, "1.1.0", nil)
 	_, recs, err := f.s.Yank(name, "1.0.0", "bad", "a", f.now)
 	if err != nil {
@@ -989,5 +996,48 @@ func TestLoopViewIsASnapshot(t *testing.T) {
 	}
 	if _, err := f.s.View("beta/restock"); ErrorCode(err) != ENOTFOUND {
 		t.Fatalf("another scope's view: %v", err)
+	}
+}
+
+// A view memoizes its answers to ranges, at most maxResolvedPerView of them, also when new
+// ranges are resolved concurrently; an answer from the memo is the computed one.
+func TestLoopResolveMemo(t *testing.T) {
+	f := newCatalogFixture(t, "acme")
+	name := "acme/restock"
+	for minor := range 20 {
+		f.mustPublish(name, fmt.Sprintf("1.%d.0", minor), nil)
+	}
+	view, err := f.s.View(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := view.Resolve("^1", false)
+	if err != nil || first.Version != "1.19.0" || len(first.Candidates) != 20 {
+		t.Fatalf("^1: %+v, %v", first, err)
+	}
+	again, err := view.Resolve(" ^1 ", false) // the same range once trimmed
+	if err != nil || !reflect.DeepEqual(again, first) || view.nResolved.Load() != 1 {
+		t.Fatalf("^1 again: %+v, %v (%d memoized), want %+v", again, err, view.nResolved.Load(), first)
+	}
+	if _, err := view.Resolve("^2", false); ErrorCode(err) != ENOTFOUND || view.nResolved.Load() != 1 {
+		t.Fatalf("^2: %v (%d memoized); a failure is not memoized", err, view.nResolved.Load())
+	}
+	var wg sync.WaitGroup
+	for minor := range 20 {
+		wg.Go(func() {
+			spec := fmt.Sprintf(">=1.%d.0", minor)
+			for range 3 {
+				r, err := view.Resolve(spec, false)
+				if err != nil || r.Version != "1.19.0" || len(r.Candidates) != 20-minor {
+					t.Errorf("%s: %+v, %v", spec, r, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	kept := 0
+	view.resolved.Range(func(any, any) bool { kept++; return true })
+	if n := view.nResolved.Load(); n != maxResolvedPerView || kept != maxResolvedPerView {
+		t.Fatalf("%d answers memoized (counted %d), want %d", kept, n, maxResolvedPerView)
 	}
 }

@@ -241,3 +241,41 @@ func (u *LoopUsage) appendJSON(b []byte) ([]byte, bool) {
 	w.raw("}")
 	return w.b, w.ok
 }
+
+// appendJSON of a resolution: the body of every resolve (GET /v1/loops/{name}/resolve), up to
+// MaxLoopCandidates version strings, where encoding/json's reflection was the largest cost of the
+// handler once the resolution itself was memoized (LoopView.Resolve).
+func (r LoopResolution) appendJSON(b []byte) ([]byte, bool) {
+	w := jsonWriter{b: b, ok: true}
+	w.raw(`{"name":`)
+	w.str(r.Name)
+	w.raw(`,"version":`)
+	w.str(r.Version)
+	w.raw(`,"digest":`)
+	w.str(r.Digest)
+	w.raw(`,"integrity":`)
+	w.str(r.Integrity)
+	w.raw(`,"deprecated":`)
+	if r.Deprecated == nil {
+		w.raw("null")
+	} else {
+		w.str(*r.Deprecated)
+	}
+	w.raw(`,"candidates":`)
+	if r.Candidates == nil {
+		w.raw("null")
+	} else {
+		w.raw("[")
+		for i, c := range r.Candidates {
+			if i > 0 {
+				w.raw(",")
+			}
+			w.str(c)
+		}
+		w.raw("]")
+	}
+	w.optStr(`,"range":`, r.Range)
+	w.optStr(`,"tag":`, r.Tag)
+	w.raw("}")
+	return w.b, w.ok
+}

@@ -103,3 +103,26 @@ func TestLoopOutboundEventID(t *testing.T) {
 		}
 	}
 }
+
+// A resolution's hand-written encoding writes json.Marshal's bytes: with and without candidates,
+// deprecation, range or tag, and strings that need escaping.
+func TestLoopResolutionJSON(t *testing.T) {
+	msg := "use 2.x <soon> \"now\" \u2028"
+	for _, r := range []LoopResolution{
+		{},
+		{Name: "acme/restock", Version: "1.97.0", Digest: "sha256:ab", Integrity: "sha512-x+/=", Candidates: []string{"1.97.0", "1.96.0"}, Range: ">=1.0.0 <2.0.0-0"},
+		{Name: "acme/restock", Version: "1.98.0", Deprecated: &msg, Candidates: []string{"1.98.0"}, Tag: "latest"},
+		{Name: "a/é", Candidates: []string{}, Range: "<1 || >2"},
+	} {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []any{r, &r} {
+			got, ok := AppendJSON([]byte("x"), v)
+			if !ok || string(got[1:]) != string(want) {
+				t.Errorf("AppendJSON(%T) = %s, %v; want %s", v, got[1:], ok, want)
+			}
+		}
+	}
+}

@@ -101,7 +101,9 @@ func benchLoops(_ context.Context, e *env) (section, error) {
 	if err != nil {
 		return section{}, fmt.Errorf("bare GET: %w", err)
 	}
+	wait := profile("loops-resolve")
 	rr, err := phase(svc.URL, resolveSpec)
+	wait()
 	if err != nil {
 		return section{}, fmt.Errorf("resolve: %w", err)
 	}
