@@ -204,11 +204,38 @@ func bareEvent(e *ExternalEvent) *ExternalEvent {
 	return &c
 }
 
+// queuePending adds a new pending entry's id to pendingOrder (at the end: ids sort by creation).
+func (s *ForecastingState) queuePending(id string) {
+	if n := len(s.pendingOrder); n == 0 || s.pendingOrder[n-1] < id {
+		s.pendingOrder = append(s.pendingOrder, id)
+		return
+	}
+	if i, found := slices.BinarySearch(s.pendingOrder, id); !found {
+		s.pendingOrder = slices.Insert(s.pendingOrder, i, id)
+	}
+}
+
+// trimPending drops the ids at the front of pendingOrder whose entries are no longer pending
+// (computed, or gone beyond the cap). Entries are computed oldest first, so the front is where
+// they leave; one computed out of order waits there until the ids before it have left.
+func (s *ForecastingState) trimPending() {
+	for len(s.pendingOrder) > 0 {
+		if e := s.Changes[s.pendingOrder[0]]; e != nil && e.EffectStatus == EffectPending {
+			return
+		}
+		s.pendingOrder[0] = ""
+		s.pendingOrder = s.pendingOrder[1:]
+	}
+	s.pendingOrder = nil // no array kept for an empty queue (append starts a new one)
+}
+
 // PendingChanges returns up to limit event entries whose figures are still to be computed, oldest
-// first.
+// first. It reads the pending entries only (pendingOrder), not the whole history: it runs in the
+// tenant's actor every time the change recorder takes a batch, which under a stream of event
+// writes was a scan of up to MaxChangeEntries entries per batch of changeBatch.
 func (s *ForecastingState) PendingChanges(limit int) []ChangeEntry {
 	var out []ChangeEntry
-	for _, id := range s.changeOrder {
+	for _, id := range s.pendingOrder {
 		if e := s.Changes[id]; e != nil && e.EffectStatus == EffectPending {
 			out = append(out, *e)
 			if len(out) == limit {

@@ -34,6 +34,10 @@ type ForecastingState struct {
 
 	events      eventIndex // events by scope (derived, rebuilt on load)
 	changeOrder []string   // change-history ids, oldest first (derived, rebuilt on load)
+	// pendingOrder holds the ids of the entries whose figures are still to be computed, oldest
+	// first (derived, rebuilt on load). An entry leaves it lazily: an id whose entry is no longer
+	// pending is dropped once it reaches the front (trimPending), and skipped before that.
+	pendingOrder []string
 }
 
 // init makes every map non-nil and rebuilds the event index and the change order.
@@ -51,6 +55,12 @@ func (s *ForecastingState) init() {
 		s.changeOrder = append(s.changeOrder, id)
 	}
 	slices.Sort(s.changeOrder)
+	s.pendingOrder = s.pendingOrder[:0]
+	for _, id := range s.changeOrder {
+		if s.Changes[id].EffectStatus == EffectPending {
+			s.pendingOrder = append(s.pendingOrder, id)
+		}
+	}
 }
 
 // Apply stores one scenario, event, forecast version or change-history entry.
@@ -85,6 +95,10 @@ func (s *ForecastingState) Apply(r Record) error {
 			existed = len(s.Changes) < n
 		}
 		s.orderChange(r.ID, existed, r.Del)
+		if !r.Del && !existed && r.Value.(*ChangeEntry).EffectStatus == EffectPending { // putValue checked the type
+			s.queuePending(r.ID)
+		}
+		s.trimPending()
 		return nil
 	}
 	return unknownKind("forecasting state", r)
