@@ -48,7 +48,7 @@ func benchAPI(_ context.Context, e *env) (section, error) {
 		return section{}, err
 	}
 	eventBody := func(w, i int) []byte {
-		return []byte(fmt.Sprintf(`{"name":"Promo %d-%d","type":"PROMOTION","startsAt":"2027-03-01T00:00:00Z","endsAt":"2027-03-08T00:00:00Z","value":{"liftPct":0.25,"stackingMode":"MULTIPLICATIVE"},"productMasterId":"sku-%d"}`, w, i, i%500))
+		return []byte(fmt.Sprintf(`{"name":"Promo %d-%d","type":"PROMOTION","startsAt":"%s","endsAt":"%s","value":{"liftPct":0.25,"stackingMode":"MULTIPLICATIVE"},"productMasterId":"sku-%d"}`, w, i, eventStarts, eventEnds, i%500))
 	}
 	_, postBody, err := call("POST", svc.URL+"/api/forecast/events", auth, eventBody(0, 0))
 	if err != nil {
@@ -122,7 +122,7 @@ func benchAPI(_ context.Context, e *env) (section, error) {
 		writeRatios = append(writeRatios, x.pw.RPS/x.pb.RPS)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d keep-alive connections, %d interleaved rounds of %s measured after 1 s warm-up per phase (bare GET, GET, bare POST, POST, then again); service and bare handler each in their own process, load generator in a third. The verdicts take the median of the rounds.\n\n", e.concurrency, rounds, dur)
+	fmt.Fprintf(&b, "%d keep-alive connections, %d interleaved rounds of %s measured after 1 s warm-up per phase (bare GET, GET, bare POST, POST, then again); service and bare handler each in their own process, load generator in a third. Each POST creates a promotion of one of 500 products for the week starting %s, inside the forecast horizon: the write also leaves a change-history entry pending, which the change recorder computes and writes back. The verdicts take the median of the rounds.\n\n", e.concurrency, rounds, dur, eventStarts[:10])
 	b.WriteString("| round | endpoint | requests/s | p50 | p99 | errors |\n|---|---|---|---|---|---|\n")
 	for i, x := range rs {
 		pre := fmt.Sprintf("| %d ", i+1)

@@ -241,7 +241,7 @@ func importWait(url, key, kind string, body []byte) error {
 
 func distEventBody(products int) func(w, i int) []byte {
 	return func(w, i int) []byte {
-		return []byte(fmt.Sprintf(`{"name":"Promo %d-%d","type":"PROMOTION","startsAt":"2027-03-01T00:00:00Z","endsAt":"2027-03-08T00:00:00Z","value":{"liftPct":0.25,"stackingMode":"MULTIPLICATIVE"},"productMasterId":"sku-%d"}`, w, i, i%products))
+		return []byte(fmt.Sprintf(`{"name":"Promo %d-%d","type":"PROMOTION","startsAt":"%s","endsAt":"%s","value":{"liftPct":0.25,"stackingMode":"MULTIPLICATIVE"},"productMasterId":"sku-%d"}`, w, i, eventStarts, eventEnds, i%products))
 	}
 }
 

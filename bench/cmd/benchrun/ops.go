@@ -78,7 +78,7 @@ func benchOps(_ context.Context, e *env) (section, error) {
 		return section{}, err
 	}
 	eventBody := func(w, i int) []byte {
-		return []byte(fmt.Sprintf(`{"name":"Promo %d-%d","type":"PROMOTION","startsAt":"2027-03-01T00:00:00Z","endsAt":"2027-03-08T00:00:00Z","value":{"liftPct":0.25,"stackingMode":"MULTIPLICATIVE"},"productMasterId":"sku-%d"}`, w, i, i%500))
+		return []byte(fmt.Sprintf(`{"name":"Promo %d-%d","type":"PROMOTION","startsAt":"%s","endsAt":"%s","value":{"liftPct":0.25,"stackingMode":"MULTIPLICATIVE"},"productMasterId":"sku-%d"}`, w, i, eventStarts, eventEnds, i%500))
 	}
 	dur := max(e.duration/2, 2*time.Second)
 	// phase runs one load phase and also returns the service's CPU time per request (warm-up
