@@ -64,6 +64,14 @@ func validRequestID(b []byte) bool {
 	return true
 }
 
+// RequestLineWriter is a log handler that writes a request's line itself, without the
+// slog.Record logRequest would otherwise make: the line its Handle writes for a record of message
+// "request" and the attributes requestId, method, route, status, duration, then org and code when
+// set. id and method are only read during the call.
+type RequestLineWriter interface {
+	WriteRequestLine(t time.Time, level slog.Level, id, method []byte, route, org string, status int, code string, took time.Duration) error
+}
+
 // logRequest writes the request's log line: 5xx at ERROR, everything else at INFO; an error
 // answer names its code.
 func logRequest(l *slog.Logger, id, method []byte, route, org string, status int, code string, took time.Duration) {
@@ -74,6 +82,10 @@ func logRequest(l *slog.Logger, id, method []byte, route, org string, status int
 	ctx := context.Background()
 	h := l.Handler()
 	if !h.Enabled(ctx, level) {
+		return
+	}
+	if w, ok := h.(RequestLineWriter); ok {
+		_ = w.WriteRequestLine(time.Now(), level, id, method, route, org, status, code, took)
 		return
 	}
 	// The record goes to the handler directly: Logger.LogAttrs would also walk the stack for the

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/supplyplan/supplyplan"
+	sphttp "github.com/supplyplan/supplyplan/http"
 	"github.com/supplyplan/supplyplan/streams"
 )
 
@@ -567,5 +568,54 @@ func TestFlatHandlerWritesWhatSlogWrites(t *testing.T) {
 	}
 	if newFlatHandler(io.Discard, slog.LevelWarn, "text").Enabled(context.Background(), slog.LevelInfo) {
 		t.Error("INFO enabled at warn")
+	}
+}
+
+// TestRequestLineIsTheRecordsLine: the request log's direct line (WriteRequestLine, what the
+// http package calls instead of making a record) is the line slog writes for the record of the
+// same attributes, in both formats, with and without org and code, odd bytes included.
+func TestRequestLineIsTheRecordsLine(t *testing.T) {
+	at := time.Date(2026, 11, 27, 16, 4, 5, 123456789, time.UTC)
+	cases := []struct {
+		id, method, route, org, code string
+		status                       int
+		level                        slog.Level
+	}{
+		{"5f1c-1a", "GET", "/api/x/:id", "org_1", "", 200, slog.LevelInfo},
+		{"req-2", "POST", "/api/forecast/events", "", "VALIDATION_ERROR", 422, slog.LevelInfo},
+		{"a b=\"c\"", "PATCH\t", "/odd/\u2028/é <&>", "org \x01", "INTERNAL", 500, slog.LevelError},
+		{"", "", "", "", "", 0, slog.LevelInfo},
+	}
+	for _, format := range []string{"json", "text"} {
+		var fast, std bytes.Buffer
+		var h slog.Handler = slog.NewJSONHandler(&std, nil)
+		if format == "text" {
+			h = slog.NewTextHandler(&std, nil)
+		}
+		w, ok := newFlatHandler(&fast, slog.LevelInfo, format).(sphttp.RequestLineWriter)
+		if !ok {
+			t.Fatal("the request log's handler writes no request line")
+		}
+		for i, c := range cases {
+			fast.Reset()
+			std.Reset()
+			took := time.Duration(i*1234567 + 891)
+			if err := w.WriteRequestLine(at, c.level, []byte(c.id), []byte(c.method), c.route, c.org, c.status, c.code, took); err != nil {
+				t.Fatal(err)
+			}
+			rec := slog.NewRecord(at, c.level, "request", 0)
+			rec.AddAttrs(slog.String("requestId", c.id), slog.String("method", c.method), slog.String("route", c.route),
+				slog.Int("status", c.status), slog.Duration("duration", took))
+			if c.org != "" {
+				rec.AddAttrs(slog.String("org", c.org))
+			}
+			if c.code != "" {
+				rec.AddAttrs(slog.String("code", c.code))
+			}
+			_ = h.Handle(context.Background(), rec)
+			if fast.String() != std.String() {
+				t.Errorf("%s case %d:\nline %s\nslog %s", format, i, fast.String(), std.String())
+			}
+		}
 	}
 }
