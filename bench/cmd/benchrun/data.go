@@ -150,16 +150,24 @@ func memOf(pid int) (rss, hwm int64) {
 	return rss, hwm
 }
 
-// clickhouseAddr starts the project's test ClickHouse (scripts/clickhouse.sh) and returns it.
-func clickhouseAddr() (string, error) {
+// clickhouseAddr starts the project's test ClickHouse (scripts/clickhouse.sh) and returns it, with
+// release, which stops it again when this call started it: an idle ClickHouse still runs its
+// background threads (log flushes, merges), which the later sections' measurements would share the
+// cores with. A server that was running already (make test's, an operator's) is left running.
+func clickhouseAddr() (addr string, release func(), err error) {
 	if a := os.Getenv("SUPPLYPLAN_TEST_CLICKHOUSE_ADDR"); a != "" {
-		return a, nil
+		return a, func() {}, nil
 	}
+	running := exec.Command("bash", "scripts/clickhouse.sh", "status").Run() == nil
 	out, err := exec.Command("bash", "scripts/clickhouse.sh", "start").Output()
 	if err != nil {
-		return "", fmt.Errorf("start ClickHouse: %w", err)
+		return "", nil, fmt.Errorf("start ClickHouse: %w", err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	release = func() {}
+	if !running {
+		release = func() { _ = exec.Command("bash", "scripts/clickhouse.sh", "stop").Run() }
+	}
+	return strings.TrimSpace(string(out)), release, nil
 }
 
 // benchImport: 1,000,000 demand-history rows end to end (POSTs until the jobs complete) on the
@@ -227,10 +235,11 @@ func benchImport(ctx context.Context, e *env) (section, error) {
 	if err != nil {
 		return section{}, err
 	}
-	chAddr, err := clickhouseAddr()
+	chAddr, releaseCH, err := clickhouseAddr()
 	if err != nil {
 		return section{}, err
 	}
+	defer releaseCH()
 	raw := make([]supplyplan.DemandRow, 0, rows)
 	for i := 0; i < rows; i++ {
 		p, l, w := i%products, (i/products)%locations, i/(products*locations)

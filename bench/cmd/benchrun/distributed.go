@@ -72,8 +72,15 @@ func benchDistributed(_ context.Context, e *env) (section, error) {
 
 	var fo *failoverResult
 	var rs *restoreResult
+	// The nodes share demand history through ClickHouse (the distributed mode requires it): the
+	// project's test server, a database of each cluster.
+	ch, releaseCH, err := clickhouseAddr()
+	if err != nil {
+		return section{}, err
+	}
+	defer releaseCH()
 	for n := 1; n <= 3; n++ {
-		cl, err := startDistCluster(e, n)
+		cl, err := startDistCluster(e, n, ch)
 		if err != nil {
 			return section{}, fmt.Errorf("%d nodes: %w", n, err)
 		}
@@ -297,19 +304,13 @@ type distCluster struct {
 	table    *streams.OwnerTable
 }
 
-func startDistCluster(e *env, n int) (*distCluster, error) {
+// startDistCluster starts n nodes sharing demand history through the ClickHouse at ch.
+func startDistCluster(e *env, n int, ch string) (*distCluster, error) {
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "supplyplan.demand-signals"))
 	if err != nil {
 		return nil, err
 	}
 	c := &distCluster{kc: kc, brokers: kc.ListenAddrs()}
-	// The nodes share demand history through ClickHouse (the distributed mode requires it): the
-	// project's test server, a database of this cluster.
-	ch, err := clickhouseAddr()
-	if err != nil {
-		kc.Close()
-		return nil, err
-	}
 	db := fmt.Sprintf("bench_dist_%d", time.Now().UnixNano())
 	for i := range n {
 		addr, err := freeAddr()

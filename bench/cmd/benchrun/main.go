@@ -112,6 +112,15 @@ func main() {
 	must(err)
 	e := &env{bin: abs, duration: *dur, concurrency: *conc, tmp: tmp, self: self, serviceArgs: strings.Fields(*svcArgs)}
 
+	// The project's test servers (make test starts them and leaves them running) use the cores
+	// the run measures on even when idle: the header says whether they were running.
+	var others []string
+	for _, srv := range []struct{ name, script string }{{"ClickHouse", "scripts/clickhouse.sh"}, {"Redis", "scripts/redis.sh"}} {
+		if exec.Command("bash", srv.script, "status").Run() == nil {
+			others = append(others, srv.name)
+		}
+	}
+
 	var sections []section
 	failed := 0
 	runStart := time.Now()
@@ -142,7 +151,7 @@ func main() {
 		}
 		sections = append(sections, s)
 	}
-	doc := render(sections, *only, time.Since(runStart))
+	doc := render(sections, *only, time.Since(runStart), others)
 	if *out == "" {
 		fmt.Print(doc)
 	} else {
@@ -196,7 +205,7 @@ func runSection(e *env, name string, fn benchFunc) (s section) {
 	return s
 }
 
-func render(sections []section, only string, took time.Duration) string {
+func render(sections []section, only string, took time.Duration, others []string) string {
 	var b strings.Builder
 	b.WriteString("# Benchmark results\n\n")
 	b.WriteString("Produced by `make bench` (`go run ./bench/cmd/benchrun -out bench/RESULTS.md`")
@@ -204,8 +213,12 @@ func render(sections []section, only string, took time.Duration) string {
 		fmt.Fprintf(&b, " with `-only %s`", only)
 	}
 	b.WriteString("). Every figure sits next to a baseline measured in the same run on the same machine.\n\n")
-	fmt.Fprintf(&b, "- date: %s\n- machine: %s, %d cores (GOMAXPROCS %d), %s\n- go: %s\n- the run took %s\n\n",
+	fmt.Fprintf(&b, "- date: %s\n- machine: %s, %d cores (GOMAXPROCS %d), %s\n- go: %s\n- the run took %s\n",
 		time.Now().UTC().Format(time.RFC3339), cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), memTotal(), runtime.Version(), took.Round(time.Second))
+	if len(others) > 0 {
+		fmt.Fprintf(&b, "- the project's test servers running when the run started (make test leaves them running; `bash scripts/clickhouse.sh stop`, `bash scripts/redis.sh stop`): %s\n", strings.Join(others, ", "))
+	}
+	b.WriteString("\n")
 	for _, s := range sections {
 		fmt.Fprintf(&b, "## %s\n\nCommand: `%s` (the section took %s)\n\n%s\n", s.Title, s.Command, s.Took.Round(time.Second), s.Body)
 	}
