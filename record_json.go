@@ -378,6 +378,22 @@ func (w *jsonWriter) num(f float64) {
 
 func (w *jsonWriter) int(n int64) { w.b = strconv.AppendInt(w.b, n, 10) }
 
+// strs writes a []string that is not omitempty (null when nil).
+func (w *jsonWriter) strs(ss []string) {
+	if ss == nil {
+		w.raw("null")
+		return
+	}
+	w.raw("[")
+	for i, s := range ss {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.str(s)
+	}
+	w.raw("]")
+}
+
 func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
 
 func (w *jsonWriter) time(t time.Time) {
@@ -988,14 +1004,8 @@ func (s *Scenario) appendJSON(b []byte) ([]byte, bool) {
 		w.raw("]")
 	}
 	if a.IncludedEventIDs != nil {
-		field(`"includedEventIds":[`)
-		for i, id := range a.IncludedEventIDs {
-			if i > 0 {
-				w.raw(",")
-			}
-			w.str(id)
-		}
-		w.raw("]")
+		field(`"includedEventIds":`)
+		w.strs(a.IncludedEventIDs)
 	}
 	if sep == `{` {
 		w.raw("{")

@@ -262,18 +262,7 @@ func (r LoopResolution) appendJSON(b []byte) ([]byte, bool) {
 		w.str(*r.Deprecated)
 	}
 	w.raw(`,"candidates":`)
-	if r.Candidates == nil {
-		w.raw("null")
-	} else {
-		w.raw("[")
-		for i, c := range r.Candidates {
-			if i > 0 {
-				w.raw(",")
-			}
-			w.str(c)
-		}
-		w.raw("]")
-	}
+	w.strs(r.Candidates)
 	w.optStr(`,"range":`, r.Range)
 	w.optStr(`,"tag":`, r.Tag)
 	w.raw("}")

@@ -2,6 +2,8 @@ package http
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -46,5 +48,38 @@ func TestLoopRuntimeObserver(t *testing.T) {
 		s.obs.served(&ctx, id, rt, "", "", time.Now())
 	}); n != 0 {
 		t.Errorf("observing a request allocates %v times", n)
+	}
+}
+
+// lineWriter is a log handler that writes request lines itself (RequestLineWriter); it records
+// what it was given and whether a record reached Handle instead.
+type lineWriter struct {
+	line   string
+	level  slog.Level
+	record bool
+}
+
+func (w *lineWriter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (w *lineWriter) Handle(context.Context, slog.Record) error    { w.record = true; return nil }
+func (w *lineWriter) WithAttrs([]slog.Attr) slog.Handler           { return w }
+func (w *lineWriter) WithGroup(string) slog.Handler                { return w }
+func (w *lineWriter) WriteRequestLine(_ time.Time, level slog.Level, id, method []byte, route, org string, status int, code string, took time.Duration) error {
+	w.level = level
+	w.line = fmt.Sprint(string(id), " ", string(method), " ", route, " ", org, " ", status, " ", code, " ", took)
+	return nil
+}
+
+// TestLogRequestWritesTheLineDirectly: a handler that writes request lines gets the line's fields
+// (5xx at ERROR) and no record; any other handler gets the record.
+func TestLogRequestWritesTheLineDirectly(t *testing.T) {
+	w := &lineWriter{}
+	logRequest(slog.New(w), []byte("req-1"), []byte("POST"), "/api/x", "org_1", 503, "UNAVAILABLE", 1500*time.Microsecond)
+	if w.record || w.level != slog.LevelError || w.line != "req-1 POST /api/x org_1 503 UNAVAILABLE 1.5ms" {
+		t.Fatalf("record %v, level %v, line %q", w.record, w.level, w.line)
+	}
+	var text bytes.Buffer
+	logRequest(slog.New(slog.NewTextHandler(&text, nil)), []byte("req-2"), []byte("GET"), "/api/y", "", 200, "", time.Millisecond)
+	if !strings.Contains(text.String(), "msg=request requestId=req-2 method=GET route=/api/y status=200 duration=1ms") {
+		t.Fatalf("text handler line %q", text.String())
 	}
 }
