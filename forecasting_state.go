@@ -12,6 +12,7 @@ const (
 	KindEvent           = "event"
 	KindForecastVersion = "fversion"
 	KindForecastChange  = "fchange"
+	KindChangeFigures   = "fchangefig"
 )
 
 func init() {
@@ -19,6 +20,7 @@ func init() {
 	RegisterKind(KindEvent, func() any { return new(ExternalEvent) })
 	RegisterKind(KindForecastVersion, func() any { return new(ForecastVersion) })
 	RegisterKind(KindForecastChange, func() any { return new(ChangeEntry) })
+	RegisterKind(KindChangeFigures, func() any { return new(ChangeFigures) })
 }
 
 // ForecastingState is the tenant's forecasting: scenarios, external events, stored forecast
@@ -100,6 +102,8 @@ func (s *ForecastingState) Apply(r Record) error {
 		}
 		s.trimPending()
 		return nil
+	case KindChangeFigures:
+		return s.applyFigures(r)
 	}
 	return unknownKind("forecasting state", r)
 }

@@ -51,6 +51,12 @@ func encodeRecordsFast(recs []Record) ([]byte, error) {
 				continue
 			}
 		}
+		if r.Kind == KindForecastChange { // an event entry pending with the event of its transaction
+			var ok bool
+			if b, ok = appendChangeEventRef(b, recs, i); ok {
+				continue
+			}
+		}
 		if a, ok := r.Value.(jsonAppender); ok && !r.Del {
 			var fine bool
 			b = append(b, `{"k":`...)
@@ -189,6 +195,8 @@ func encodedSizeHint(recs []Record) int {
 			}
 		case *ExternalEvent:
 			n += 420
+		case *ChangeFigures:
+			n += 200
 		case *ChangeEntry:
 			n += 300
 			if v != nil && v.Pending != nil {
@@ -854,7 +862,11 @@ func (e *ExternalEvent) appendJSON(b []byte) ([]byte, bool) {
 	return w.b, w.ok
 }
 
-func (c *ChangeEntry) appendJSON(b []byte) ([]byte, bool) {
+func (c *ChangeEntry) appendJSON(b []byte) ([]byte, bool) { return c.appendJSONForm(b, false) }
+
+// appendJSONForm is appendJSON, leaving out the pending effect's new event when newByRef (the
+// journal's reference form, change_event_ref.go).
+func (c *ChangeEntry) appendJSONForm(b []byte, newByRef bool) ([]byte, bool) {
 	if c == nil {
 		return append(b, "null"...), true
 	}
@@ -913,7 +925,7 @@ func (c *ChangeEntry) appendJSON(b []byte) ([]byte, bool) {
 			w.raw(`"old":`)
 			w.b, w.ok = p.Old.appendJSON(w.b)
 		}
-		if p.New != nil && w.ok {
+		if p.New != nil && !newByRef && w.ok {
 			if p.Old != nil {
 				w.raw(",")
 			}
@@ -921,6 +933,32 @@ func (c *ChangeEntry) appendJSON(b []byte) ([]byte, bool) {
 			w.b, w.ok = p.New.appendJSON(w.b)
 		}
 		w.raw("}")
+	}
+	w.raw("}")
+	return w.b, w.ok
+}
+
+// appendJSON of a change entry's figures: the record completing every pending entry.
+func (f *ChangeFigures) appendJSON(b []byte) ([]byte, bool) {
+	if f == nil {
+		return append(b, "null"...), true
+	}
+	w := jsonWriter{b: b, ok: true}
+	w.raw(`{"previousTotal":`)
+	w.quantity(f.PreviousTotal)
+	w.raw(`,"newTotal":`)
+	w.quantity(f.NewTotal)
+	w.raw(`,"delta":`)
+	w.quantity(f.Delta)
+	if f.SeriesCount != 0 {
+		w.raw(`,"seriesCount":`)
+		w.int(int64(f.SeriesCount))
+	}
+	w.raw(`,"effectStatus":`)
+	w.str(f.EffectStatus)
+	if f.UpdatedAt != nil {
+		w.raw(`,"updatedAt":`)
+		w.time(*f.UpdatedAt)
 	}
 	w.raw("}")
 	return w.b, w.ok

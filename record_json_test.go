@@ -182,12 +182,13 @@ func TestEncodeRecordsSameBytes(t *testing.T) {
 			}
 			ev.Data = d
 		}
-		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch, sc, lv, rec}
+		fig := &ChangeFigures{PreviousTotal: qp(), NewTotal: qp(), Delta: qp(), SeriesCount: rng.IntN(3) - 1, EffectStatus: str(), UpdatedAt: tp()}
+		return []any{r, a, o, ev, &Product{ID: str(), Name: str()}, (*Reservation)(nil), event(), ch, sc, lv, rec, fig}
 	}
 	for i := range 3000 {
 		var recs []Record
 		for j, v := range values() {
-			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation, KindEvent, KindForecastChange, KindScenario, KindInventory, KindRecommendation}[j], str(), v))
+			recs = append(recs, Put([]string{KindReservation, KindAllocation, KindOrder, KindPendingEvent, KindProduct, KindReservation, KindEvent, KindForecastChange, KindScenario, KindInventory, KindRecommendation, KindChangeFigures}[j], str(), v))
 		}
 		recs = append(recs, Del(KindOrder, str()))
 		rng.Shuffle(len(recs), func(a, b int) { recs[a], recs[b] = recs[b], recs[a] })

@@ -109,8 +109,10 @@ func (s *TenantState) Apply(r Record) error {
 			}
 		}
 		return s.CatalogState.Apply(r)
-	case KindScenario, KindEvent, KindForecastVersion, KindForecastChange:
+	case KindScenario, KindEvent, KindForecastVersion, KindForecastChange, KindChangeFigures:
 		return s.ForecastingState.Apply(r)
+	case KindChangeEventRef:
+		return s.applyChangeEventRef(r)
 	case KindImportJob:
 		return s.ImportsState.Apply(r)
 	case KindTransfer, KindRecommendation:

@@ -144,15 +144,15 @@ func (s *Forecasting) UpdateEvent(ctx context.Context, p supplyplan.Principal, i
 	now, global := supplyplan.Now(), s.core.globalLookup()
 	type updated struct{ old, new supplyplan.ExternalEvent }
 	u, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (updated, []supplyplan.Record, error) {
-		var old supplyplan.ExternalEvent
-		if cur, ok := st.Events[id]; ok {
-			old = *cur
-		}
+		cur := st.Events[id]
 		e, recs, err := st.UpdateEvent(id, in, global, now)
 		if err != nil {
 			return updated{}, nil, err
 		}
-		return updated{old, e}, append(recs, st.EventChange(supplyplan.ChangeEventUpdated, p.Actor(), &old, &e, now)...), nil
+		// The entry keeps both versions as stored (a stored event is never changed in place): no
+		// copies, and the journal writes the new one as a reference to its record.
+		stored := recs[0].Value.(*supplyplan.ExternalEvent)
+		return updated{*cur, e}, st.AppendEventChange(recs, supplyplan.ChangeEventUpdated, p.Actor(), cur, stored, now), nil
 	})
 	if err == nil {
 		s.eventWritten(p.OrgID, &u.old, &u.new)
