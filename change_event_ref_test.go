@@ -197,3 +197,65 @@ func TestChangeEventRefWithoutItsEvent(t *testing.T) {
 		t.Fatalf("%d entries stored", len(st.Changes))
 	}
 }
+
+// TestChangeFiguresOverAnEntry: the figures record completes its entry on a copy (the entry a
+// snapshot view shares is left as it was), leaves the other fields as they were, takes the entry
+// out of the pending ones, and does nothing for an entry that has gone.
+func TestChangeFiguresOverAnEntry(t *testing.T) {
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	st := NewTenantState("org_fig")
+	ev := &ExternalEvent{ID: "evt_1", Name: "promo", Type: "PROMOTION", StartsAt: now, EndsAt: now.AddDate(0, 0, 7)}
+	if err := st.Apply(Put(KindEvent, ev.ID, ev)); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.EventChange(ChangeEventCreated, "key_a", nil, ev, now) {
+		if err := st.Apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := st.PendingChanges(10)
+	if len(pending) != 1 {
+		t.Fatalf("%d pending", len(pending))
+	}
+	before := st.Changes[pending[0].ID]
+	done := pending[0]
+	later := now.Add(time.Second)
+	prev, next := 100.0, 125.0
+	done.EffectStatus, done.SeriesCount, done.UpdatedAt = EffectComputed, 3, &later
+	done.SetTotals(&prev, &next)
+	recs := st.CompleteChange(done)
+	if len(recs) != 1 || recs[0].Kind != KindChangeFigures {
+		t.Fatalf("completion records %+v", recs)
+	}
+	b, err := EncodeRecords(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := DecodeRecords(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(decoded[0]); err != nil {
+		t.Fatal(err)
+	}
+	got := st.Changes[done.ID]
+	if got == before || before.EffectStatus != EffectPending || before.Pending == nil {
+		t.Fatalf("the entry was changed in place: %+v", before)
+	}
+	want := done
+	want.Pending = nil
+	gb, _ := json.Marshal(got)
+	wb, _ := json.Marshal(&want)
+	if !bytes.Equal(gb, wb) {
+		t.Fatalf("completed entry\n got %s\nwant %s", gb, wb)
+	}
+	if p := st.PendingChanges(10); len(p) != 0 || len(st.pendingOrder) != 0 {
+		t.Fatalf("still pending: %v, queue %v", ids(p), st.pendingOrder)
+	}
+	if len(st.CompleteChange(done)) != 0 {
+		t.Fatal("a completed entry completed again")
+	}
+	if err := st.Apply(Put(KindChangeFigures, "chg_gone", &ChangeFigures{EffectStatus: EffectComputed})); err != nil || len(st.Changes) != 1 {
+		t.Fatalf("figures of a gone entry: %v, %d entries", err, len(st.Changes))
+	}
+}
