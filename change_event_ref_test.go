@@ -128,10 +128,8 @@ func TestChangeEventRefReplay(t *testing.T) {
 	write(recs)
 	// Some entries computed.
 	for _, p := range live.PendingChanges(3) {
-		p.EffectStatus, p.UpdatedAt = EffectNoHistory, &now
 		zero := Quantity(0)
-		p.Delta = &zero
-		write(live.CompleteChange(p))
+		write(live.CompleteChange(p.ID, ChangeFigures{EffectStatus: EffectNoHistory, UpdatedAt: &now, Delta: &zero}))
 	}
 
 	if len(live.Changes) != 13 {
@@ -172,7 +170,7 @@ func TestChangeEventRefReplay(t *testing.T) {
 	}
 }
 
-func ids(es []ChangeEntry) []string {
+func ids(es []*ChangeEntry) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = e.ID
@@ -218,12 +216,15 @@ func TestChangeFiguresOverAnEntry(t *testing.T) {
 		t.Fatalf("%d pending", len(pending))
 	}
 	before := st.Changes[pending[0].ID]
-	done := pending[0]
+	if pending[0] != before {
+		t.Fatal("PendingChanges gave a copy of the stored entry")
+	}
+	beforeJSON, _ := json.Marshal(before)
 	later := now.Add(time.Second)
 	prev, next := 100.0, 125.0
-	done.EffectStatus, done.SeriesCount, done.UpdatedAt = EffectComputed, 3, &later
-	done.SetTotals(&prev, &next)
-	recs := st.CompleteChange(done)
+	f := ChangeFigures{EffectStatus: EffectComputed, SeriesCount: 3, UpdatedAt: &later}
+	f.SetTotals(&prev, &next)
+	recs := st.CompleteChange(before.ID, f)
 	if len(recs) != 1 || recs[0].Kind != KindChangeFigures {
 		t.Fatalf("completion records %+v", recs)
 	}
@@ -238,12 +239,13 @@ func TestChangeFiguresOverAnEntry(t *testing.T) {
 	if err := st.Apply(decoded[0]); err != nil {
 		t.Fatal(err)
 	}
-	got := st.Changes[done.ID]
-	if got == before || before.EffectStatus != EffectPending || before.Pending == nil {
-		t.Fatalf("the entry was changed in place: %+v", before)
+	got := st.Changes[before.ID]
+	if b, _ := json.Marshal(before); got == before || !bytes.Equal(b, beforeJSON) {
+		t.Fatalf("the entry was changed in place: %s", b)
 	}
-	want := done
-	want.Pending = nil
+	want := *before
+	want.Pending, want.EffectStatus, want.SeriesCount, want.UpdatedAt = nil, EffectComputed, 3, &later
+	want.SetTotals(&prev, &next)
 	gb, _ := json.Marshal(got)
 	wb, _ := json.Marshal(&want)
 	if !bytes.Equal(gb, wb) {
@@ -252,7 +254,7 @@ func TestChangeFiguresOverAnEntry(t *testing.T) {
 	if p := st.PendingChanges(10); len(p) != 0 || len(st.pendingOrder) != 0 {
 		t.Fatalf("still pending: %v, queue %v", ids(p), st.pendingOrder)
 	}
-	if len(st.CompleteChange(done)) != 0 {
+	if len(st.CompleteChange(before.ID, f)) != 0 {
 		t.Fatal("a completed entry completed again")
 	}
 	if err := st.Apply(Put(KindChangeFigures, "chg_gone", &ChangeFigures{EffectStatus: EffectComputed})); err != nil || len(st.Changes) != 1 {

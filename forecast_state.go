@@ -127,19 +127,30 @@ func NewChange(typ, actor, reason string, prev, next *float64, now time.Time) Ch
 
 // SetTotals sets an entry's previous and new totals and their delta (nil when either is unknown).
 func (e *ChangeEntry) SetTotals(prev, next *float64) {
-	e.PreviousTotal, e.NewTotal, e.Delta = nil, nil, nil
+	e.PreviousTotal, e.NewTotal, e.Delta = totals(prev, next)
+}
+
+// SetTotals sets the figures' previous and new totals and their delta as ChangeEntry.SetTotals
+// does.
+func (f *ChangeFigures) SetTotals(prev, next *float64) {
+	f.PreviousTotal, f.NewTotal, f.Delta = totals(prev, next)
+}
+
+// totals rounds a previous and a new total and gives their delta (nil when either is unknown).
+func totals(prev, next *float64) (p, n, d *Quantity) {
 	if prev != nil {
 		q := Quantity(RoundQuantity(*prev))
-		e.PreviousTotal = &q
+		p = &q
 	}
 	if next != nil {
 		q := Quantity(RoundQuantity(*next))
-		e.NewTotal = &q
+		n = &q
 	}
-	if prev != nil && next != nil {
-		d := Quantity(RoundQuantity(float64(*e.NewTotal - *e.PreviousTotal)))
-		e.Delta = &d
+	if p != nil && n != nil {
+		q := Quantity(RoundQuantity(float64(*n - *p)))
+		d = &q
 	}
+	return p, n, d
 }
 
 // ChangeHorizonWeeks is the window of an event entry's figures: the forecast weeks from the week
@@ -231,14 +242,17 @@ func (s *ForecastingState) trimPending() {
 }
 
 // PendingChanges returns up to limit event entries whose figures are still to be computed, oldest
-// first. It reads the pending entries only (pendingOrder), not the whole history: it runs in the
-// tenant's actor every time the change recorder takes a batch, which under a stream of event
-// writes was a scan of up to MaxChangeEntries entries per batch of changeBatch.
-func (s *ForecastingState) PendingChanges(limit int) []ChangeEntry {
-	var out []ChangeEntry
+// first: the stored entries themselves, which are never changed in place (a completion stores a
+// new entry), so the change recorder reads them outside the actor without a copy of each (a
+// copy was 440 bytes allocated per event write). It reads the pending entries only
+// (pendingOrder), not the whole history: it runs in the tenant's actor every time the change
+// recorder takes a batch, which under a stream of event writes was a scan of up to
+// MaxChangeEntries entries per batch of changeBatch.
+func (s *ForecastingState) PendingChanges(limit int) []*ChangeEntry {
+	out := make([]*ChangeEntry, 0, min(limit, len(s.pendingOrder)))
 	for _, id := range s.pendingOrder {
 		if e := s.Changes[id]; e != nil && e.EffectStatus == EffectPending {
-			out = append(out, *e)
+			out = append(out, e)
 			if len(out) == limit {
 				break
 			}
@@ -247,16 +261,15 @@ func (s *ForecastingState) PendingChanges(limit int) []ChangeEntry {
 	return out
 }
 
-// CompleteChange returns the record writing the computed figures of a pending entry (e, as the
-// change recorder filled it in) over it (nothing when the entry has gone, beyond the cap, or is no
-// longer pending). The record holds the figures only (ChangeFigures), not the whole entry again.
-func (s *ForecastingState) CompleteChange(e ChangeEntry) []Record {
-	cur, ok := s.Changes[e.ID]
-	if !ok || cur.EffectStatus != EffectPending || e.EffectStatus == EffectPending {
+// CompleteChange returns the record writing the computed figures f of pending entry id over it
+// (nothing when the entry has gone, beyond the cap, or is no longer pending, or when f says
+// pending). The record holds the figures only (ChangeFigures), not the whole entry again.
+func (s *ForecastingState) CompleteChange(id string, f ChangeFigures) []Record {
+	cur, ok := s.Changes[id]
+	if !ok || cur.EffectStatus != EffectPending || f.EffectStatus == EffectPending {
 		return nil
 	}
-	return []Record{Put(KindChangeFigures, e.ID, &ChangeFigures{PreviousTotal: e.PreviousTotal, NewTotal: e.NewTotal, Delta: e.Delta,
-		SeriesCount: e.SeriesCount, EffectStatus: e.EffectStatus, UpdatedAt: e.UpdatedAt})}
+	return []Record{Put(KindChangeFigures, id, &f)}
 }
 
 // ChangeFigures are the computed figures of a pending change-history entry: the record (kind

@@ -52,7 +52,7 @@ func TestPendingChangesFollowsTheHistory(t *testing.T) {
 		}
 		return ids
 	}
-	ids := func(es []ChangeEntry) []string {
+	ids := func(es []*ChangeEntry) []string {
 		var out []string
 		for _, e := range es {
 			out = append(out, e.ID)

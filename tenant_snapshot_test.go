@@ -138,10 +138,9 @@ func buildTenantJournal(t *testing.T) [][]Record {
 	if len(pending) != 1 {
 		t.Fatalf("%d pending changes, want 1", len(pending))
 	}
-	done := pending[0]
-	done.EffectStatus = EffectComputed
+	done := ChangeFigures{EffectStatus: EffectComputed}
 	done.SetTotals(&prev, &next)
-	write(st.CompleteChange(done), nil)
+	write(st.CompleteChange(pending[0].ID, done), nil)
 
 	// Recommendations: one executed (with its transfer), one rejected, one pending.
 	res, recs := st.ApplyProposals([]Proposal{

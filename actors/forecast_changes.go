@@ -117,7 +117,7 @@ func (c *changeRecorder) close() {
 func (c *changeRecorder) fill(ctx context.Context, org string) error {
 	s := c.svc
 	for {
-		batch, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) ([]supplyplan.ChangeEntry, []supplyplan.Record, error) {
+		batch, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) ([]*supplyplan.ChangeEntry, []supplyplan.Record, error) {
 			return st.PendingChanges(changeBatch), nil, nil
 		})
 		if err != nil || len(batch) == 0 {
@@ -131,15 +131,16 @@ func (c *changeRecorder) fill(ctx context.Context, org string) error {
 			}
 			keys = newScopeKeys(all)
 		}
-		for i := range batch {
-			if err := c.effect(ctx, org, &batch[i], keys); err != nil {
+		figs := make([]supplyplan.ChangeFigures, len(batch))
+		for i, e := range batch {
+			if figs[i], err = c.effect(ctx, org, e, keys); err != nil {
 				return err
 			}
 		}
 		if _, err := tenantTx(ctx, s.core, org, func(st *supplyplan.TenantState) (struct{}, []supplyplan.Record, error) {
-			var recs []supplyplan.Record
-			for _, e := range batch {
-				recs = append(recs, st.CompleteChange(e)...)
+			recs := make([]supplyplan.Record, 0, len(batch))
+			for i, e := range batch {
+				recs = append(recs, st.CompleteChange(e.ID, figs[i])...)
 			}
 			return struct{}{}, recs, nil
 		}); err != nil {
@@ -151,25 +152,30 @@ func (c *changeRecorder) fill(ctx context.Context, org string) error {
 	}
 }
 
-// effect sets the figures of a pending event entry: over the entry's forecast weeks (as of the
-// week it was written) and the series the event touches, the forecast total with the event as it
-// was before the change (previousTotal) and as it is after it (newTotal), every other event as
-// it is now.
-func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.ChangeEntry, scopes *scopeKeys) error {
+// effect computes the figures of a pending event entry (a stored entry: read, never changed):
+// over the entry's forecast weeks (as of the week it was written) and the series the event
+// touches, the forecast total with the event as it was before the change (previousTotal) and as
+// it is after it (newTotal), every other event as it is now.
+func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.ChangeEntry, scopes *scopeKeys) (supplyplan.ChangeFigures, error) {
 	s := c.svc
 	now := supplyplan.Now()
-	e.UpdatedAt = &now
-	old, new := e.Pending.Old, e.Pending.New
-	e.Pending = nil
+	f := supplyplan.ChangeFigures{UpdatedAt: &now}
+	noHistory := func() (supplyplan.ChangeFigures, error) {
+		f.EffectStatus = supplyplan.EffectNoHistory
+		zero := supplyplan.Quantity(0)
+		f.Delta = &zero
+		return f, nil
+	}
+	var old, new *supplyplan.ExternalEvent
+	if e.Pending != nil {
+		old, new = e.Pending.Old, e.Pending.New
+	}
 	ref := new
 	if ref == nil {
 		ref = old
 	}
-	if scopes == nil {
-		e.EffectStatus = supplyplan.EffectNoHistory
-		zero := supplyplan.Quantity(0)
-		e.Delta = &zero
-		return nil
+	if scopes == nil || ref == nil {
+		return noHistory()
 	}
 	keys := scopes.of(ref.ProductMasterID, ref.LocationID)
 	if old != nil && new != nil && (old.ProductMasterID != new.ProductMasterID || old.LocationID != new.LocationID) {
@@ -189,12 +195,12 @@ func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.C
 	}
 	res, err := s.fc.run(ctx, org, keys, forecast.Options{Horizon: supplyplan.ChangeHorizonWeeks, Point: forecast.PointMean}, e.CreatedAt)
 	if err != nil {
-		return err
+		return f, err
 	}
 	var lifts *forecast.LiftModel
 	if learned := func(x *supplyplan.ExternalEvent) bool { return x != nil && (x.Value == nil || x.Value.LiftPct == nil) }; learned(old) || learned(new) {
 		if lifts, _, err = s.fc.liftModel(ctx, org, supplyplan.WeekStart(e.CreatedAt)); err != nil {
-			return err
+			return f, err
 		}
 	}
 	var before, after float64
@@ -219,15 +225,12 @@ func (c *changeRecorder) effect(ctx context.Context, org string, e *supplyplan.C
 		}
 	}
 	if counted == 0 {
-		e.EffectStatus = supplyplan.EffectNoHistory
-		zero := supplyplan.Quantity(0)
-		e.Delta = &zero
-		return nil
+		return noHistory()
 	}
-	e.EffectStatus = supplyplan.EffectComputed
-	e.SeriesCount = counted
-	e.SetTotals(&before, &after)
-	return nil
+	f.EffectStatus = supplyplan.EffectComputed
+	f.SeriesCount = counted
+	f.SetTotals(&before, &after)
+	return f, nil
 }
 
 // scopeKeys files a tenant's series (channel ALL) by product and location, for one fill round.
