@@ -81,8 +81,11 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 }
 
 // EncodeRecords renders a journal entry: the JSON array of the records, json.Marshal(recs)'s bytes,
-// except that an allocation event in the outbox that the allocation record before it rebuilds
-// exactly is written as a reference to it (allocation_event_ref.go). Values with a hand-written encoding (record_json.go) are written without reflection. A large entry
+// except for the records written as references to a record before them in the entry: an
+// allocation or recommendation event in the outbox that its allocation or recommendation rebuilds
+// exactly (allocation_event_ref.go, recommendation_event_ref.go), and a pending change-history
+// entry holding the event of its transaction (change_event_ref.go). Values with a hand-written
+// encoding (record_json.go) are written without reflection. A large entry
 // (a generation of 50,000 recommendations is some 100 MB) is encoded record by record into one buffer
 // sized from a sample of its records, rather than grown by doubling and copied once more at the end.
 func EncodeRecords(recs []Record) ([]byte, error) {
