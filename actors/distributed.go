@@ -34,6 +34,13 @@ func notServedHere(err error) bool {
 	return errors.Is(err, supplyplan.ErrRestoring) || errors.As(err, &no)
 }
 
+// movedAway reports whether err says another node owns the actor's partition (not that this node
+// is restoring it, which it will serve once restored).
+func movedAway(err error) bool {
+	var no *supplyplan.ErrNotOwner
+	return errors.As(err, &no)
+}
+
 // servedElsewhere reports, in distributed mode, that err is the gate's answer: work at start
 // (resuming deliveries, imports, loop effects) skips what this node does not serve.
 func (c *Core) servedElsewhere(err error) bool {

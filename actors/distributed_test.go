@@ -472,6 +472,76 @@ func TestGateErrorsPassUnchanged(t *testing.T) {
 	}
 }
 
+// The change recorder leaves an organization another node serves: at start it schedules every
+// organization the platform knows, and a round that finds the organization elsewhere used to retry
+// every 5 s for as long as it stayed there (one goroutine and one warning per organization and
+// round, on every node). A round scheduled while it fails (a restore that gave the organization
+// back) still runs, and one refused while the partition restores is retried.
+func TestChangeRecorderLeavesOrganizationsServedElsewhere(t *testing.T) {
+	st := supplyplan.NewPlatformState()
+	creds, recs := st.Bootstrap(supplyplan.Now())
+	for _, r := range recs {
+		if err := st.Apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	org := creds.Organization.ID
+	var answer atomic.Pointer[error]
+	set := func(err error) { answer.Store(&err) }
+	set(&supplyplan.ErrNotOwner{Org: org, Owner: "10.0.0.2:8080"})
+	core := NewCore(Config{Journal: nil,
+		Gate: func(string) error { return *answer.Load() },
+		FollowPlatform: func(ctx context.Context, onSnap func(uint64, []byte) error, _ func(uint64, []byte) error, caughtUp func()) error {
+			if err := onSnap(1, snap); err != nil {
+				return err
+			}
+			caughtUp()
+			<-ctx.Done()
+			return nil
+		}})
+	ctx := ctxFor(t, 10*time.Second)
+	if err := core.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = core.Close(context.Background()) })
+	fc := NewForecasts(core, nil, 0)
+	c := fc.changes
+	c.delay, c.retry = 10*time.Millisecond, 20*time.Millisecond
+	if err := fc.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.Close(context.Background()) })
+	running := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.running[org]
+	}
+	settled := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for running() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("recorder round for %s running: %v, want %v", org, running(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	settled(false) // Open scheduled it; the round found it elsewhere and stopped
+
+	set(supplyplan.ErrRestoring)
+	c.schedule(org)
+	time.Sleep(100 * time.Millisecond) // several retries
+	if !running() {
+		t.Fatal("a round refused while the partition restores was not retried")
+	}
+	set(&supplyplan.ErrNotOwner{Org: org, Owner: "10.0.0.2:8080"})
+	settled(false)
+}
+
 // The built-in loops are published by the node on which the global loop catalog's partition is
 // restored, not only by a node that serves it when it opens: in distributed mode a node opens its
 // services before it joins the group, so it owns nothing then.

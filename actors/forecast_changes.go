@@ -82,6 +82,23 @@ func (c *changeRecorder) loop(org string) {
 			if ctx.Err() != nil {
 				return
 			}
+			if movedAway(err) {
+				// Another node serves the organization (distributed mode): its owner computes the
+				// figures when it restores the partition (Open's restore hook). Retrying here
+				// would go on every 5 s for as long as the organization is elsewhere: at start,
+				// Open schedules every organization the platform knows, on every node.
+				// A round scheduled meanwhile (a restore that gave the organization back) runs.
+				c.svc.core.log.Debug("forecast change history: organization served by another node", "org", org, "err", err)
+				c.mu.Lock()
+				if !c.again[org] || c.closed {
+					delete(c.running, org)
+					delete(c.again, org)
+					c.mu.Unlock()
+					return
+				}
+				c.mu.Unlock()
+				continue
+			}
 			c.svc.core.log.Warn("forecast change history: figures not computed yet", "org", org, "err", err)
 			wait = c.retry
 			c.mu.Lock()
