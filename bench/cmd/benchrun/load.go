@@ -42,6 +42,9 @@ type loadResult struct {
 	Errors   int
 	RPS      float64
 	P50, P99 time.Duration
+	// ServerCPU and HarnessCPU are the CPU the server and this process used per request (µs),
+	// when the phase measured them (the api section); 0 otherwise.
+	ServerCPU, HarnessCPU float64
 }
 
 func (r loadResult) row(name string) string {
