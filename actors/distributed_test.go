@@ -478,36 +478,9 @@ func TestGateErrorsPassUnchanged(t *testing.T) {
 // round, on every node). A round scheduled while it fails (a restore that gave the organization
 // back) still runs, and one refused while the partition restores is retried.
 func TestChangeRecorderLeavesOrganizationsServedElsewhere(t *testing.T) {
-	st := supplyplan.NewPlatformState()
-	creds, recs := st.Bootstrap(supplyplan.Now())
-	for _, r := range recs {
-		if err := st.Apply(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snap, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	org := creds.Organization.ID
-	var answer atomic.Pointer[error]
-	set := func(err error) { answer.Store(&err) }
-	set(&supplyplan.ErrNotOwner{Org: org, Owner: "10.0.0.2:8080"})
-	core := NewCore(Config{Journal: nil,
-		Gate: func(string) error { return *answer.Load() },
-		FollowPlatform: func(ctx context.Context, onSnap func(uint64, []byte) error, _ func(uint64, []byte) error, caughtUp func()) error {
-			if err := onSnap(1, snap); err != nil {
-				return err
-			}
-			caughtUp()
-			<-ctx.Done()
-			return nil
-		}})
 	ctx := ctxFor(t, 10*time.Second)
-	if err := core.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = core.Close(context.Background()) })
+	core, org, set := gatedCore(t)
+	set(&supplyplan.ErrNotOwner{Org: org, Owner: "10.0.0.2:8080"})
 	fc := NewForecasts(core, nil, 0)
 	c := fc.changes
 	c.delay, c.retry = 10*time.Millisecond, 20*time.Millisecond

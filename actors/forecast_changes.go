@@ -84,26 +84,19 @@ func (c *changeRecorder) loop(org string) {
 			}
 			if movedAway(err) {
 				// Another node serves the organization (distributed mode): its owner computes the
-				// figures when it restores the partition (Open's restore hook). Retrying here
-				// would go on every 5 s for as long as the organization is elsewhere: at start,
-				// Open schedules every organization the platform knows, on every node.
-				// A round scheduled meanwhile (a restore that gave the organization back) runs.
+				// figures when it restores the partition (Open's restore hook), so the round is
+				// not retried; retrying went on every 5 s for as long as the organization was
+				// elsewhere (at start, Open schedules every organization the platform knows, on
+				// every node). A round scheduled meanwhile (a restore that gave the organization
+				// back) still runs.
 				c.svc.core.log.Debug("forecast change history: organization served by another node", "org", org, "err", err)
+			} else {
+				c.svc.core.log.Warn("forecast change history: figures not computed yet", "org", org, "err", err)
+				wait = c.retry
 				c.mu.Lock()
-				if !c.again[org] || c.closed {
-					delete(c.running, org)
-					delete(c.again, org)
-					c.mu.Unlock()
-					return
-				}
+				c.again[org] = true
 				c.mu.Unlock()
-				continue
 			}
-			c.svc.core.log.Warn("forecast change history: figures not computed yet", "org", org, "err", err)
-			wait = c.retry
-			c.mu.Lock()
-			c.again[org] = true
-			c.mu.Unlock()
 		}
 		c.mu.Lock()
 		if !c.again[org] || c.closed {
