@@ -228,17 +228,7 @@ func TestChangeFiguresOverAnEntry(t *testing.T) {
 	if len(recs) != 1 || recs[0].Kind != KindChangeFigures {
 		t.Fatalf("completion records %+v", recs)
 	}
-	b, err := EncodeRecords(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	decoded, err := DecodeRecords(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Apply(decoded[0]); err != nil {
-		t.Fatal(err)
-	}
+	replayEntry(t, st, recs) // as the journal writes and replays it
 	got := st.Changes[before.ID]
 	if b, _ := json.Marshal(before); got == before || !bytes.Equal(b, beforeJSON) {
 		t.Fatalf("the entry was changed in place: %s", b)
