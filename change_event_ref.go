@@ -72,7 +72,7 @@ func (s *ForecastingState) applyChangeEventRef(r Record) error {
 	if !ok || e == nil {
 		return fmt.Errorf("%s record %s has value %T", r.Kind, r.ID, r.Value)
 	}
-	ev := s.Events[e.EventID]
+	ev, _ := s.Events.Get(e.EventID)
 	if ev == nil {
 		return fmt.Errorf("%s record %s: no event %q", r.Kind, r.ID, e.EventID)
 	}

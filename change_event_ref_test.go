@@ -100,7 +100,7 @@ func TestChangeEventRefReplay(t *testing.T) {
 		t.Fatalf("the entry before its event: %d references", refs)
 	}
 	// An update (the actor passes the stored versions): a reference, the old version whole.
-	cur := live.Events[created[1].ID]
+	cur := storedEvent(&live.Events, created[1].ID)
 	_, recs, err := live.UpdateEvent(cur.ID, EventInput{Name: ptr("renamed"), StartsAt: ptr(inside.AddDate(0, 0, 7).Format(time.RFC3339)),
 		EndsAt: ptr(inside.AddDate(0, 0, 14).Format(time.RFC3339))}, nil, now)
 	if err != nil {
@@ -111,7 +111,7 @@ func TestChangeEventRefReplay(t *testing.T) {
 		t.Fatalf("update: %d references", refs)
 	}
 	// A deletion: no new event, whole.
-	cur = live.Events[created[2].ID]
+	cur = storedEvent(&live.Events, created[2].ID)
 	recs, err = live.DeleteEvent(cur.ID, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestChangeEventRefReplay(t *testing.T) {
 		t.Fatalf("delete: %d references", refs)
 	}
 	// An event deleted after its reference was written: the entry replays with the event it had.
-	cur = live.Events[created[3].ID]
+	cur = storedEvent(&live.Events, created[3].ID)
 	recs, err = live.DeleteEvent(cur.ID, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -136,8 +136,8 @@ func TestChangeEventRefReplay(t *testing.T) {
 		t.Fatalf("%d entries", len(live.Changes))
 	}
 	for _, st := range []*TenantState{replayed, replayedOld} {
-		if len(st.Changes) != len(live.Changes) || len(st.Events) != len(live.Events) {
-			t.Fatalf("replayed %d entries, %d events; live %d, %d", len(st.Changes), len(st.Events), len(live.Changes), len(live.Events))
+		if len(st.Changes) != len(live.Changes) || st.Events.Len() != live.Events.Len() {
+			t.Fatalf("replayed %d entries, %d events; live %d, %d", len(st.Changes), st.Events.Len(), len(live.Changes), live.Events.Len())
 		}
 		for id, want := range live.Changes {
 			got := st.Changes[id]
@@ -161,7 +161,7 @@ func TestChangeEventRefReplay(t *testing.T) {
 	// The replayed entries of a reference share the event the state holds.
 	shared := 0
 	for _, e := range replayed.Changes {
-		if e.Pending != nil && e.Pending.New != nil && replayed.Events[e.EventID] == e.Pending.New {
+		if e.Pending != nil && e.Pending.New != nil && storedEvent(&replayed.Events, e.EventID) == e.Pending.New {
 			shared++
 		}
 	}

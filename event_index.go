@@ -9,9 +9,9 @@ import (
 // proportion to their number, not to the tenant's. It is derived from ForecastingState.Events: kept up
 // to date by Apply and rebuilt on load.
 //
-// Its sets are keyed by the event's pointer (the one in Events): a key of one word, against the id
-// string and the pointer of a map[string]*ExternalEvent, is half the words the collector visits
-// in a set holding every event of a tenant, and a cheaper hash on every event write.
+// Its sets hold the events' slots in the store (EventStore), not their pointers: a set of
+// numbers holds no pointer, so the collector never reads it, where sets of pointers made it
+// visit every event of the tenant once more in hash order at every cycle (event_store.go).
 type eventIndex struct {
 	orgWide    eventSet
 	byProduct  map[string]eventSet    // a product and no location
@@ -19,9 +19,9 @@ type eventIndex struct {
 	bySeries   map[[2]string]eventSet // a product and a location
 }
 
-// eventSet is a set of stored events. An event leaves it by the pointer it was added with: Apply
-// removes the one Events held.
-type eventSet map[*ExternalEvent]struct{}
+// eventSet is a set of slots of the event store. An event leaves it by the slot it was added
+// with: Apply removes the one the store held there.
+type eventSet map[uint32]struct{}
 
 func (ix *eventIndex) reset(n int) {
 	ix.orgWide = eventSet{}
@@ -30,47 +30,49 @@ func (ix *eventIndex) reset(n int) {
 	ix.bySeries = make(map[[2]string]eventSet, n/8)
 }
 
-func addTo[K comparable](m map[K]eventSet, k K, e *ExternalEvent) {
+func addTo[K comparable](m map[K]eventSet, k K, slot uint32) {
 	g := m[k]
 	if g == nil {
 		g = eventSet{}
 		m[k] = g
 	}
-	g[e] = struct{}{}
+	g[slot] = struct{}{}
 }
 
-func removeFrom[K comparable](m map[K]eventSet, k K, e *ExternalEvent) {
+func removeFrom[K comparable](m map[K]eventSet, k K, slot uint32) {
 	if g := m[k]; g != nil {
-		delete(g, e)
+		delete(g, slot)
 		if len(g) == 0 {
 			delete(m, k)
 		}
 	}
 }
 
-func (ix *eventIndex) add(e *ExternalEvent) {
+// add files the event e, in the store's slot, under its scope.
+func (ix *eventIndex) add(slot uint32, e *ExternalEvent) {
 	switch {
 	case e.ProductMasterID != "" && e.LocationID != "":
-		addTo(ix.bySeries, [2]string{e.ProductMasterID, e.LocationID}, e)
+		addTo(ix.bySeries, [2]string{e.ProductMasterID, e.LocationID}, slot)
 	case e.ProductMasterID != "":
-		addTo(ix.byProduct, e.ProductMasterID, e)
+		addTo(ix.byProduct, e.ProductMasterID, slot)
 	case e.LocationID != "":
-		addTo(ix.byLocation, e.LocationID, e)
+		addTo(ix.byLocation, e.LocationID, slot)
 	default:
-		ix.orgWide[e] = struct{}{}
+		ix.orgWide[slot] = struct{}{}
 	}
 }
 
-func (ix *eventIndex) remove(e *ExternalEvent) {
+// remove takes the event e, filed in slot, out of its scope.
+func (ix *eventIndex) remove(slot uint32, e *ExternalEvent) {
 	switch {
 	case e.ProductMasterID != "" && e.LocationID != "":
-		removeFrom(ix.bySeries, [2]string{e.ProductMasterID, e.LocationID}, e)
+		removeFrom(ix.bySeries, [2]string{e.ProductMasterID, e.LocationID}, slot)
 	case e.ProductMasterID != "":
-		removeFrom(ix.byProduct, e.ProductMasterID, e)
+		removeFrom(ix.byProduct, e.ProductMasterID, slot)
 	case e.LocationID != "":
-		removeFrom(ix.byLocation, e.LocationID, e)
+		removeFrom(ix.byLocation, e.LocationID, slot)
 	default:
-		delete(ix.orgWide, e)
+		delete(ix.orgWide, slot)
 	}
 }
 
@@ -81,23 +83,23 @@ func (ix *eventIndex) remove(e *ExternalEvent) {
 // proportional to the events returned. The events are shared values, never mutated: callers
 // must not change them.
 func (s *ForecastingState) EventsFor(product, location string, dst []*ExternalEvent) []*ExternalEvent {
-	ix := &s.events
-	for e := range ix.orgWide {
-		dst = append(dst, e)
+	ix, st := &s.events, &s.Events
+	for i := range ix.orgWide {
+		dst = append(dst, st.at(i))
 	}
 	if product != "" {
-		for e := range ix.byProduct[product] {
-			dst = append(dst, e)
+		for i := range ix.byProduct[product] {
+			dst = append(dst, st.at(i))
 		}
 	}
 	if location != "" {
-		for e := range ix.byLocation[location] {
-			dst = append(dst, e)
+		for i := range ix.byLocation[location] {
+			dst = append(dst, st.at(i))
 		}
 	}
 	if product != "" && location != "" {
-		for e := range ix.bySeries[[2]string{product, location}] {
-			dst = append(dst, e)
+		for i := range ix.bySeries[[2]string{product, location}] {
+			dst = append(dst, st.at(i))
 		}
 	}
 	return dst

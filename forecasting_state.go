@@ -2,6 +2,7 @@ package supplyplan
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -30,7 +31,7 @@ func init() {
 // (tenant_events.go).
 type ForecastingState struct {
 	Scenarios        map[string]*Scenario        `json:"scenarios"`
-	Events           map[string]*ExternalEvent   `json:"events"`
+	Events           EventStore                  `json:"events"`
 	ForecastVersions map[string]*ForecastVersion `json:"forecastVersions"`
 	Changes          map[string]*ChangeEntry     `json:"forecastChanges"`
 
@@ -45,12 +46,11 @@ type ForecastingState struct {
 // init makes every map non-nil and rebuilds the event index and the change order.
 func (s *ForecastingState) init() {
 	initMap(&s.Scenarios)
-	initMap(&s.Events)
 	initMap(&s.ForecastVersions)
 	initMap(&s.Changes)
-	s.events.reset(len(s.Events))
-	for _, e := range s.Events {
-		s.events.add(e)
+	s.events.reset(s.Events.Len())
+	for i, e := range s.Events.slotted() {
+		s.events.add(i, e)
 	}
 	s.changeOrder = make([]string, 0, len(s.Changes))
 	for id := range s.Changes {
@@ -71,18 +71,22 @@ func (s *ForecastingState) Apply(r Record) error {
 	case KindScenario:
 		return putValue(s.Scenarios, r)
 	case KindEvent:
-		// Two operations on the map per event rather than three: it holds every event of the
-		// tenant, and on a large one each lookup is a cache miss or two.
-		old, existed := s.Events[r.ID]
-		if err := putValue(s.Events, r); err != nil {
-			return err
+		if r.Del {
+			if i, old := s.Events.Delete(r.ID); old != nil {
+				s.events.remove(i, old)
+			}
+			return nil
 		}
-		if existed {
-			s.events.remove(old)
+		e, ok := r.Value.(*ExternalEvent)
+		if !ok || e == nil {
+			return fmt.Errorf("%s record %s has value %T", r.Kind, r.ID, r.Value)
 		}
-		if !r.Del {
-			s.events.add(r.Value.(*ExternalEvent)) // putValue checked the type
+		e = withID(e, r.ID) // the same event but for a record written by hand
+		i, old := s.Events.Put(e)
+		if old != nil {
+			s.events.remove(i, old)
 		}
+		s.events.add(i, e)
 		return nil
 	case KindForecastVersion:
 		return putValue(s.ForecastVersions, r)
@@ -143,7 +147,7 @@ func (s *ForecastingState) checkIncludedEvents(in *AssumptionsInput, global Even
 		return nil
 	}
 	for _, id := range *in.IncludedEventIDs {
-		if _, ok := s.Events[id]; ok {
+		if _, ok := s.Events.Get(id); ok {
 			continue
 		}
 		if global != nil {
@@ -215,7 +219,7 @@ func (s *ForecastingState) ArchiveScenario(id string, now time.Time) (Scenario, 
 
 // DeleteEvent removes one of the tenant's events.
 func (s *ForecastingState) DeleteEvent(id string, global EventLookup) ([]Record, error) {
-	if _, ok := s.Events[id]; !ok {
+	if _, ok := s.Events.Get(id); !ok {
 		if global != nil {
 			if _, ok := global(id); ok {
 				return nil, Errorf(EFORBIDDEN, "Global events are managed by the platform operator")

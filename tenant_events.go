@@ -12,7 +12,7 @@ import (
 // ListEvents returns the tenant's events and the given global ones that pass f, by start then id.
 func (s *TenantState) ListEvents(f EventFilter, globals []*ExternalEvent) []ExternalEvent {
 	out := make([]ExternalEvent, 0)
-	for _, e := range s.Events {
+	for e := range s.Events.All() {
 		if f.Match(e) {
 			out = append(out, s.expand(*e))
 		}
@@ -33,7 +33,7 @@ func (s *TenantState) ListEvents(f EventFilter, globals []*ExternalEvent) []Exte
 
 // GetEvent returns one of the tenant's events, or a global one.
 func (s *TenantState) GetEvent(id string, global EventLookup) (ExternalEvent, error) {
-	if e, ok := s.Events[id]; ok {
+	if e, ok := s.Events.Get(id); ok {
 		return s.expand(*e), nil
 	}
 	if global != nil {
@@ -140,7 +140,7 @@ func (s *TenantState) AddEvent(e *ExternalEvent) ([]Record, error) {
 
 // UpdateEvent applies a partial update to one of the tenant's events.
 func (s *TenantState) UpdateEvent(id string, in EventInput, global EventLookup, now time.Time) (ExternalEvent, []Record, error) {
-	cur, ok := s.Events[id]
+	cur, ok := s.Events.Get(id)
 	if !ok {
 		if global != nil {
 			if _, ok := global(id); ok {

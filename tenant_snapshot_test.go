@@ -115,13 +115,13 @@ func buildTenantJournal(t *testing.T) [][]Record {
 		write(recs, err)
 		events = append(events, e)
 	}
-	old := *st.Events[events[2].ID]
+	old := *storedEvent(&st.Events, events[2].ID)
 	_, recs, err = st.UpdateEvent(events[2].ID, EventInput{Name: str("North fair (2 days)"), EndsAt: str("2031-05-02")}, nil, now)
 	if err == nil {
 		recs = append(recs, st.EventChange(ChangeEventUpdated, "key_fixture", &old, recs[0].Value.(*ExternalEvent), now)...)
 	}
 	write(recs, err)
-	gone := *st.Events[events[4].ID]
+	gone := *storedEvent(&st.Events, events[4].ID)
 	recs, err = st.DeleteEvent(events[4].ID, nil)
 	write(append(recs, st.EventChange(ChangeEventDeleted, "key_fixture", &gone, nil, now)...), err)
 
@@ -563,16 +563,18 @@ func TestTenantLedgerSnapshotCompatible(t *testing.T) {
 	}
 }
 
-// sameEventIndex checks that two states file the same event ids under the same scopes, then
-// clears both indexes (keyed by pointers, which reflect.DeepEqual compares by address) until
-// the function it returns puts them back.
+// sameEventIndex checks that two states file the same event ids under the same scopes and hold
+// the same events, then clears both indexes and both event stores (an event's slot follows the
+// order of the writes and deletions, which a snapshot does not keep) until the function it
+// returns puts them back.
 func sameEventIndex(t *testing.T, a, b *TenantState) (restore func()) {
 	t.Helper()
-	ids := func(ix *eventIndex) map[string][]string {
+	ids := func(st *TenantState) map[string][]string {
+		ix := &st.events
 		out := map[string][]string{}
 		file := func(scope string, set eventSet) {
-			for e := range set {
-				out[scope] = append(out[scope], e.ID)
+			for i := range set {
+				out[scope] = append(out[scope], st.Events.at(i).ID)
 			}
 			slices.Sort(out[scope])
 		}
@@ -588,10 +590,17 @@ func sameEventIndex(t *testing.T, a, b *TenantState) (restore func()) {
 		}
 		return out
 	}
-	if x, y := ids(&a.events), ids(&b.events); !reflect.DeepEqual(x, y) {
+	if x, y := ids(a), ids(b); !reflect.DeepEqual(x, y) {
 		t.Errorf("event indexes differ:\n%v\n%v", x, y)
 	}
+	// The stores by what they hold: where an event sits (its slot) depends on the order of the
+	// writes and deletions, which a snapshot does not keep.
+	if x, y := eventsByID(&a.Events), eventsByID(&b.Events); !reflect.DeepEqual(x, y) {
+		t.Errorf("events differ:\n%v\n%v", x, y)
+	}
 	ia, ib := a.events, b.events
+	sa, sb := a.Events, b.Events
 	a.events, b.events = eventIndex{}, eventIndex{}
-	return func() { a.events, b.events = ia, ib }
+	a.Events, b.Events = EventStore{}, EventStore{}
+	return func() { a.events, b.events, a.Events, b.Events = ia, ib, sa, sb }
 }

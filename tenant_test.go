@@ -22,7 +22,7 @@ func TestTenantStateDispatch(t *testing.T) {
 		{KindPurchaseOrder, &PurchaseOrder{}, "catalog", func(s *TenantState) int { return len(s.CatalogState.PurchaseOrders) }},
 		{KindOrder, &Order{}, "catalog", func(s *TenantState) int { return len(s.CatalogState.Orders) }},
 		{KindScenario, &Scenario{ID: "x"}, "forecasting", func(s *TenantState) int { return len(s.ForecastingState.Scenarios) }},
-		{KindEvent, &ExternalEvent{ID: "x"}, "forecasting", func(s *TenantState) int { return len(s.ForecastingState.Events) }},
+		{KindEvent, &ExternalEvent{ID: "x"}, "forecasting", func(s *TenantState) int { return s.ForecastingState.Events.Len() }},
 		{KindForecastVersion, &ForecastVersion{ID: "x"}, "forecasting", func(s *TenantState) int { return len(s.ForecastingState.ForecastVersions) }},
 		{KindForecastChange, &ChangeEntry{ID: "x"}, "forecasting", func(s *TenantState) int { return len(s.ForecastingState.Changes) }},
 		{KindImportJob, &ImportJob{JobID: "x"}, "imports", func(s *TenantState) int { return len(s.ImportsState.ImportJobs) }},

@@ -144,7 +144,7 @@ func (s *Forecasting) UpdateEvent(ctx context.Context, p supplyplan.Principal, i
 	now, global := supplyplan.Now(), s.core.globalLookup()
 	type updated struct{ old, new supplyplan.ExternalEvent }
 	u, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (updated, []supplyplan.Record, error) {
-		cur := st.Events[id]
+		cur, _ := st.Events.Get(id)
 		e, recs, err := st.UpdateEvent(id, in, global, now)
 		if err != nil {
 			return updated{}, nil, err
@@ -165,7 +165,7 @@ func (s *Forecasting) DeleteEvent(ctx context.Context, p supplyplan.Principal, i
 	now, global := supplyplan.Now(), s.core.globalLookup()
 	old, err := tenantTx(ctx, s.core, p.OrgID, func(st *supplyplan.TenantState) (supplyplan.ExternalEvent, []supplyplan.Record, error) {
 		var old supplyplan.ExternalEvent
-		if cur, ok := st.Events[id]; ok {
+		if cur, ok := st.Events.Get(id); ok {
 			old = *cur
 		}
 		recs, err := st.DeleteEvent(id, global)

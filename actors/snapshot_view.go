@@ -34,8 +34,9 @@ func snapshotView(state any) (any, bool) {
 }
 
 var (
-	marshalerType = reflect.TypeFor[json.Marshaler]()
-	viewableTypes sync.Map // reflect.Type -> bool
+	marshalerType  = reflect.TypeFor[json.Marshaler]()
+	eventStoreType = reflect.TypeFor[supplyplan.EventStore]()
+	viewableTypes  sync.Map // reflect.Type -> bool
 )
 
 // viewable reports whether copyView makes a consistent copy of struct type t (see snapshotView).
@@ -59,6 +60,9 @@ func viewableStruct(t reflect.Type) bool {
 				return false // JSON encodes the exported fields of an unexported embedded struct
 			}
 			continue
+		}
+		if f.Type == eventStoreType {
+			continue // copied by its View, written by writeEvents
 		}
 		switch f.Type.Kind() {
 		case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -100,6 +104,11 @@ func copyView(dst, src reflect.Value) {
 }
 
 func copyField(dst, src reflect.Value) {
+	if src.Type() == eventStoreType {
+		es := src.Interface().(supplyplan.EventStore)
+		dst.Set(reflect.ValueOf(es.View()))
+		return
+	}
 	switch src.Kind() {
 	case reflect.Struct:
 		copyView(dst, src)
@@ -129,7 +138,8 @@ func copyField(dst, src reflect.Value) {
 // mapClones copies the maps of TenantState's sub-states with maps.Clone, which copies the map's
 // table whole: an entry at a time through reflect (hashing and inserting every key again) was the
 // actor's pause at each snapshot, 1.2 % of the service's CPU in the api benchmark's writes (the
-// map of 230,000 events). Another map type is copied through reflect (correct, slower);
+// map of 230,000 events, since replaced by supplyplan.EventStore, whose View copies a slice of
+// pointers). Another map type is copied through reflect (correct, slower);
 // TestSnapshotViewClonesEveryTenantMap names a map of TenantState missing here.
 var mapClones = map[reflect.Type]func(reflect.Value) reflect.Value{}
 
@@ -147,7 +157,6 @@ func init() {
 	cloneWith[map[string]*supplyplan.PurchaseOrder]()
 	cloneWith[map[string]*supplyplan.Order]()
 	cloneWith[map[string]*supplyplan.Scenario]()
-	cloneWith[map[string]*supplyplan.ExternalEvent]()
 	cloneWith[map[string]*supplyplan.ForecastVersion]()
 	cloneWith[map[string]*supplyplan.ChangeEntry]()
 	cloneWith[map[string]*supplyplan.ImportJob]()
@@ -229,14 +238,14 @@ func writeSnapshot(w *bufio.Writer, view any, entries []*supplyplan.IdempotencyE
 		sep = ','
 		_, _ = w.WriteString(f.quoted)
 		_ = w.WriteByte(':')
-		if fv.Kind() != reflect.Map || fv.IsNil() {
-			if err := enc.Encode(fv.Interface()); err != nil {
+		if evs, ok := fv.Interface().(supplyplan.EventStore); ok {
+			if err := writeEvents(w, enc, &evs, room); err != nil {
 				return true, err
 			}
 			continue
 		}
-		if evs, ok := fv.Interface().(map[string]*supplyplan.ExternalEvent); ok {
-			if err := writeEvents(w, enc, evs, room); err != nil {
+		if fv.Kind() != reflect.Map || fv.IsNil() {
+			if err := enc.Encode(fv.Interface()); err != nil {
 				return true, err
 			}
 			continue
@@ -262,28 +271,27 @@ func writeSnapshot(w *bufio.Writer, view any, entries []*supplyplan.IdempotencyE
 // eventBatch is how many events writeEvents reads ahead of encoding them.
 const eventBatch = 64
 
-// writeEvents writes a map of events as writeSnapshot's loop writes any map ({"id":event,...}),
+// writeEvents writes a tenant's events as writeSnapshot's loop writes any map ({"id":event,...}),
 // without reflection and a batch at a time: the events of a batch are read (TouchEvents) before
 // the first of them is encoded, so that the cache misses of a walk over a large tenant's events,
-// scattered over the heap and visited in the map's order, overlap rather than come one after the
-// other. BenchmarkWriteSnapshotEvents: 930-1,050 ns per event through reflection one at a time,
-// 502-507 ns this way.
-func writeEvents(w *bufio.Writer, enc *json.Encoder, m map[string]*supplyplan.ExternalEvent, room func() error) error {
-	var keys [eventBatch]string
+// scattered over the heap, overlap rather than come one after the other.
+// BenchmarkWriteSnapshotEvents: 930-1,050 ns per event through reflection one at a time, 502-507
+// ns this way (over a map, in its order; the store's slots follow the order of the writes).
+func writeEvents(w *bufio.Writer, enc *json.Encoder, es *supplyplan.EventStore, room func() error) error {
 	var evs [eventBatch]*supplyplan.ExternalEvent
 	inner := byte('{')
 	write := func(n int) error {
 		supplyplan.TouchEvents(evs[:n])
 		for i := range n {
-			if err := writeMember(w, enc, &inner, keys[i], evs[i], room); err != nil {
+			if err := writeMember(w, enc, &inner, evs[i].ID, evs[i], room); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	n := 0
-	for k, e := range m {
-		keys[n], evs[n] = k, e
+	for e := range es.All() {
+		evs[n] = e
 		if n++; n == eventBatch {
 			if err := write(n); err != nil {
 				return err
