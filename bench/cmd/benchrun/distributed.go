@@ -313,23 +313,32 @@ func startDistCluster(e *env, n int, ch string) (*distCluster, error) {
 	c := &distCluster{kc: kc, brokers: kc.ListenAddrs()}
 	db := fmt.Sprintf("bench_dist_%d", time.Now().UnixNano())
 	for i := range n {
-		addr, err := freeAddr()
-		if err != nil {
-			c.close()
-			return nil, err
-		}
 		data, err := os.MkdirTemp(e.tmp, "node-")
 		if err != nil {
 			c.close()
 			return nil, err
 		}
-		args := []string{"--mode", "distributed", "--kafka-brokers", strings.Join(c.brokers, ","),
-			"--journal-partitions", fmt.Sprint(distPartitions), "--node-id", fmt.Sprint("node", i), "--api-addr", addr,
-			"--clickhouse-addr", ch, "--clickhouse-database", db}
-		s, err := startServiceOn(e, data, args...)
-		if err != nil {
-			c.close()
-			return nil, err
+		// freeAddr's port is free when it answers, but the running nodes' outgoing connections take
+		// ephemeral ports from the same range: a node that finds its port taken is started again on
+		// another (a full run lost its distributed section to this once).
+		var s *service
+		var args []string
+		for try := 0; ; try++ {
+			addr, err := freeAddr()
+			if err != nil {
+				c.close()
+				return nil, err
+			}
+			args = []string{"--mode", "distributed", "--kafka-brokers", strings.Join(c.brokers, ","),
+				"--journal-partitions", fmt.Sprint(distPartitions), "--node-id", fmt.Sprint("node", i), "--api-addr", addr,
+				"--clickhouse-addr", ch, "--clickhouse-database", db}
+			if s, err = startServiceOn(e, data, args...); err == nil {
+				break
+			}
+			if try == 2 || !strings.Contains(err.Error(), "address already in use") {
+				c.close()
+				return nil, err
+			}
 		}
 		c.nodes, c.args, c.datas = append(c.nodes, s), append(c.args, args), append(c.datas, data)
 	}

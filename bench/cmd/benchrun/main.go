@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -455,6 +456,8 @@ func startServiceOn(e *env, data string, extra ...string) (*service, error) {
 	}
 	if s.URL == "" {
 		s.Stop()
+		// The error reports it; the section's deaths do not (a caller may start another instead).
+		e.started = slices.DeleteFunc(e.started, func(x *service) bool { return x == s })
 		return nil, fmt.Errorf("service did not become ready; its last log lines:\n%s", s.tail)
 	}
 	go func() { _, _ = io.Copy(io.Discard, sc.rest()) }()
